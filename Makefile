@@ -1,0 +1,42 @@
+# One entry point for developers and CI. `make check` is what CI runs.
+PY ?= .venv/bin/python
+BIN := $(dir $(PY))
+
+.PHONY: setup demo check fmt format-check lint types contracts test bench clean
+
+.venv/bin/python:
+	python3 -m venv .venv
+
+setup: .venv/bin/python
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+
+demo: setup
+	$(BIN)supervisor demo
+
+fmt:
+	$(BIN)ruff format .
+	$(BIN)ruff check --fix .
+
+format-check:
+	$(BIN)ruff format --check .
+
+lint:
+	$(BIN)ruff check .
+
+types:
+	$(BIN)mypy
+
+contracts:
+	$(BIN)lint-imports
+
+test:
+	$(PY) -m pytest -q
+
+check: format-check lint types contracts test
+
+bench:
+	$(PY) bench/bench_dispatch.py
+
+clean:
+	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache build dist

@@ -1,0 +1,114 @@
+"""Canonical JSON and the hashes built on it.
+
+Canonical form (what the ledger hashes and compares):
+
+* objects with keys sorted by code point, no insignificant whitespace, UTF-8, no ASCII escaping;
+* only JSON types: ``dict`` with ``str`` keys, ``list``/``tuple``, ``str``, ``int``, ``float``,
+  ``bool``, ``None``; anything else is refused rather than stringified;
+* numbers are normalised after validation: a float with an integral value in the exactly
+  representable range (|x| < 2**53) is written as an integer, ``-0.0`` as ``0``, other floats in
+  Python's shortest round-trip form; NaN and Infinity are refused;
+* strings are kept byte-for-byte (no Unicode normalisation), so what a human approved is exactly
+  what runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+from supervisor.errors import CanonicalJSONError
+
+_EXACT_FLOAT_LIMIT = 2**53
+
+
+def normalise(value: Any, *, path: str = "$") -> Any:
+    """Return ``value`` as plain JSON data with numbers normalised.
+
+    Raises:
+        CanonicalJSONError: ``value`` holds NaN, Infinity, a non-string key or a non-JSON type.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise CanonicalJSONError(
+                f"{path} is {value!r}; NaN and Infinity have no JSON form.",
+                hint="Send a finite number or null.",
+                path=path,
+            )
+        if value.is_integer() and abs(value) < _EXACT_FLOAT_LIMIT:
+            return int(value)
+        return value
+    if isinstance(value, dict):
+        normalised: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise CanonicalJSONError(
+                    f"{path} has a non-string key {key!r}.",
+                    hint="JSON object keys must be strings.",
+                    path=path,
+                )
+            normalised[key] = normalise(item, path=f"{path}.{key}")
+        return normalised
+    if isinstance(value, (list, tuple)):
+        return [normalise(item, path=f"{path}[{index}]") for index, item in enumerate(value)]
+    raise CanonicalJSONError(
+        f"{path} is a {type(value).__name__}, which is not JSON data.",
+        hint="Convert it to a dict, list, string, number, boolean or null first.",
+        path=path,
+    )
+
+
+def canonical_json(value: Any) -> str:
+    """Serialise ``value`` in canonical form (see the module docstring)."""
+    return json.dumps(
+        normalise(value),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+
+
+def sha256_hex(data: str | bytes) -> str:
+    """SHA-256 of ``data`` (UTF-8 for text) as lowercase hex."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    return hashlib.sha256(raw).hexdigest()
+
+
+def canonical_hash(value: Any) -> str:
+    """SHA-256 of the canonical JSON of ``value``."""
+    return sha256_hex(canonical_json(value))
+
+
+def args_hash(
+    tool_name: str,
+    schema_hash: str,
+    arguments: dict[str, Any],
+    execution_target: dict[str, Any] | None = None,
+) -> str:
+    """The hash an approval binds: tool, its contract, validated arguments and target.
+
+    Args:
+        tool_name: The governed tool's name.
+        schema_hash: The tool's schema hash (its contract).
+        arguments: Arguments after validation, as JSON data.
+        execution_target: Where the call runs (sandbox, browser target, MCP server), if anywhere
+            beyond the host process.
+
+    Returns:
+        Lowercase hex SHA-256 over the canonical JSON of all four.
+    """
+    return canonical_hash(
+        {
+            "tool": tool_name,
+            "schema_hash": schema_hash,
+            "arguments": arguments,
+            "target": execution_target or {},
+        }
+    )
