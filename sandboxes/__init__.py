@@ -1,0 +1,1 @@
+"""Execution boundaries: code sandboxes and the Browser Use worker. Never imports the UI."""

@@ -1,0 +1,1 @@
+"""The supervisor's Textual app: screens and pane widgets. Talks to supervisor services only."""

@@ -1,0 +1,67 @@
+"""Agent Supervisor SDK: governed tools, durable human approval, structured outcomes.
+
+Public names are loaded on first use, so ``import supervisor`` stays fast and pulls in none of
+textual, openai, browser_use, e2b or mcp.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "governed_tool": "supervisor.tools.governed",
+    "GovernedTool": "supervisor.tools.governed",
+    "ToolRegistry": "supervisor.tools.registry",
+    "ToolCallResult": "supervisor.tools.dispatch",
+    "ToolCallError": "supervisor.tools.errors",
+    "ToolPolicy": "supervisor.tools.policy",
+    "ToolResult": "supervisor.outcomes",
+    "ToolOutcome": "supervisor.outcomes",
+    "ToolOutcomeStatus": "supervisor.outcomes",
+    "infer_outcome": "supervisor.outcomes",
+    "SupervisorError": "supervisor.errors",
+    "canonical_json": "supervisor.canonical",
+    "args_hash": "supervisor.canonical",
+}
+
+__all__ = [
+    "GovernedTool",
+    "SupervisorError",
+    "ToolCallError",
+    "ToolCallResult",
+    "ToolOutcome",
+    "ToolOutcomeStatus",
+    "ToolPolicy",
+    "ToolRegistry",
+    "ToolResult",
+    "args_hash",
+    "canonical_json",
+    "governed_tool",
+    "infer_outcome",
+]
+
+if TYPE_CHECKING:
+    from supervisor.canonical import args_hash, canonical_json
+    from supervisor.errors import SupervisorError
+    from supervisor.outcomes import ToolOutcome, ToolOutcomeStatus, ToolResult, infer_outcome
+    from supervisor.tools.dispatch import ToolCallResult
+    from supervisor.tools.errors import ToolCallError
+    from supervisor.tools.governed import GovernedTool, governed_tool
+    from supervisor.tools.policy import ToolPolicy
+    from supervisor.tools.registry import ToolRegistry
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'supervisor' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,1 @@
+"""The ``supervisor`` command. Only the TUI command imports Textual, inside the function."""

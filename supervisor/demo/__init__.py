@@ -1,0 +1,1 @@
+"""Demo tools and agents used by ``supervisor demo`` and the README."""

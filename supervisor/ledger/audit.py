@@ -1,0 +1,94 @@
+"""The audit hash chain.
+
+Each record's ``hash`` is SHA-256 over the canonical JSON of
+``{seq, at, actor, action, subject, payload, prev_hash}``, where ``at`` is the UTC ISO-8601
+time with microseconds and ``prev_hash`` is the previous record's hash (64 zeros for seq 1).
+Changing, removing or reordering any record breaks every hash after it; ``verify`` reports the
+first seq where the recomputed chain disagrees with what is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from supervisor.canonical import canonical_hash
+from supervisor.ledger.models import AuditRecord, AuditReport
+
+GENESIS_HASH = "0" * 64
+
+
+def format_at(at: datetime) -> str:
+    """The timestamp form that is hashed (UTC, microseconds, explicit offset)."""
+    return at.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def chain_hash(
+    *,
+    seq: int,
+    at: datetime,
+    actor: str,
+    action: str,
+    subject: str,
+    payload: dict[str, Any],
+    prev_hash: str,
+) -> str:
+    """Compute one record's hash from its content and its predecessor's hash."""
+    return canonical_hash(
+        {
+            "seq": seq,
+            "at": format_at(at),
+            "actor": actor,
+            "action": action,
+            "subject": subject,
+            "payload": payload,
+            "prev_hash": prev_hash,
+        }
+    )
+
+
+def verify_chain(records: Iterable[AuditRecord]) -> AuditReport:
+    """Recompute the chain over ``records`` (ascending seq, starting at 1).
+
+    Returns:
+        ``ok=True`` with the count checked, or the first broken seq and why.
+    """
+    expected_prev = GENESIS_HASH
+    expected_seq = 1
+    checked = 0
+    for record in records:
+        if record.seq != expected_seq:
+            return AuditReport(
+                ok=False,
+                checked=checked,
+                first_broken_seq=expected_seq,
+                reason=f"seq {expected_seq} is missing (next stored seq is {record.seq})",
+            )
+        if record.prev_hash != expected_prev:
+            return AuditReport(
+                ok=False,
+                checked=checked,
+                first_broken_seq=record.seq,
+                reason="prev_hash does not match the previous record's hash",
+            )
+        recomputed = chain_hash(
+            seq=record.seq,
+            at=record.at,
+            actor=record.actor,
+            action=record.action,
+            subject=record.subject,
+            payload=record.payload,
+            prev_hash=record.prev_hash,
+        )
+        if recomputed != record.hash:
+            return AuditReport(
+                ok=False,
+                checked=checked,
+                first_broken_seq=record.seq,
+                reason="stored hash does not match the record's content",
+            )
+        expected_prev = record.hash
+        expected_seq += 1
+        checked += 1
+    return AuditReport(ok=True, checked=checked)

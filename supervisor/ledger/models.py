@@ -1,0 +1,286 @@
+"""Domain models the rest of the code sees; table classes never leave ``supervisor.store``.
+
+A proposal carries its whole lifecycle in one ``status`` (DESIGN §4): decisions
+(``approved``/``rejected``/``cancelled``/``expired``/``superseded``) and execution states
+(``executing``/``executed``/``failed``/``needs_reconciliation``) share one field, so lists and
+filters need no join. The ``execution`` row keeps the details of the write-ahead claim.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Via = Literal["sdk", "tui", "cli"]
+
+
+class ProposalStatus(StrEnum):
+    """Where a proposal is in its lifecycle."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+    SUPERSEDED = "superseded"
+    EXECUTING = "executing"
+    EXECUTED = "executed"
+    FAILED = "failed"
+    NEEDS_RECONCILIATION = "needs_reconciliation"
+
+    @property
+    def consumed(self) -> bool:
+        """True once the proposal reached ``executing`` or later; it can never run again."""
+        return self in _CONSUMED
+
+    @property
+    def terminal(self) -> bool:
+        """True when nothing will ever change the proposal again (retention may purge it)."""
+        return self in TERMINAL_STATUSES
+
+
+_CONSUMED = frozenset(
+    {
+        ProposalStatus.EXECUTING,
+        ProposalStatus.EXECUTED,
+        ProposalStatus.FAILED,
+        ProposalStatus.NEEDS_RECONCILIATION,
+    }
+)
+TERMINAL_STATUSES = frozenset(
+    {
+        ProposalStatus.REJECTED,
+        ProposalStatus.CANCELLED,
+        ProposalStatus.EXPIRED,
+        ProposalStatus.SUPERSEDED,
+        ProposalStatus.EXECUTED,
+        ProposalStatus.FAILED,
+    }
+)
+
+ExecutionState = Literal["executing", "executed", "failed", "needs_reconciliation"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ApproverContext(_Frozen):
+    """What the ledger can see about whoever decided: OS user, host, pid, tty and channel."""
+
+    os_user: str
+    host: str
+    pid: int
+    tty: str | None = None
+    via: Via = "sdk"
+
+    @classmethod
+    def current(cls, via: Via = "sdk") -> ApproverContext:
+        """Capture the context of the calling process."""
+        try:
+            os_user = getpass.getuser()
+        except (KeyError, OSError):
+            os_user = str(os.getuid())
+        tty: str | None = None
+        try:
+            if sys.stdin is not None and sys.stdin.isatty():
+                tty = os.ttyname(sys.stdin.fileno())
+        except (OSError, ValueError):
+            tty = None
+        return cls(os_user=os_user, host=socket.gethostname(), pid=os.getpid(), tty=tty, via=via)
+
+
+class ExecutorIdentity(_Frozen):
+    """The process that claims a proposal; recovery checks whether it is still alive."""
+
+    executor_id: str
+    pid: int
+    host: str
+
+    @classmethod
+    def current(cls, executor_id: str = "sdk") -> ExecutorIdentity:
+        """This process, labelled ``executor_id``."""
+        return cls(executor_id=executor_id, pid=os.getpid(), host=socket.gethostname())
+
+
+class Proposal(_Frozen):
+    """An exact, serialisable tool call waiting for (or past) a human decision.
+
+    Supports mapping access (``proposal["proposal_id"]``, ``.get()``, ``keys()``) so code
+    written against dict-shaped proposals keeps working.
+    """
+
+    proposal_id: str
+    tool_name: str
+    tool_schema_hash: str
+    arguments: dict[str, Any]
+    args_hash: str
+    execution_target: dict[str, Any] = Field(default_factory=dict)
+    policy_reason: str = ""
+    owner: str = ""
+    user: str | None = None
+    thread_id: str | None = None
+    checkpoint_id: str | None = None
+    domains: tuple[str, ...] = ()
+    risk: str | None = None
+    status: ProposalStatus
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+    decided_at: datetime | None = None
+    approver_id: str | None = None
+    approver_context: ApproverContext | None = None
+    decision_reason: str | None = None
+    supersedes_id: str | None = None
+    superseded_by_id: str | None = None
+
+    @property
+    def consumed(self) -> bool:
+        """True once claimed for execution; the proposal can never be executed again."""
+        return self.status.consumed
+
+    def keys(self) -> list[str]:
+        """Field names, for mapping-style access."""
+        return list(type(self).model_fields)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in type(self).model_fields:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in type(self).model_fields
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Mapping-style ``get``."""
+        return getattr(self, key) if key in type(self).model_fields else default
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """Mapping-style ``items``."""
+        return ((key, getattr(self, key)) for key in type(self).model_fields)
+
+
+class Execution(_Frozen):
+    """The write-ahead record of a claimed proposal."""
+
+    proposal_id: str
+    state: ExecutionState
+    executor: ExecutorIdentity
+    args_hash: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    outcome_status: str | None = None
+    result_ref: str | None = None
+    reason: str | None = None
+
+
+class ProposalPage(_Frozen):
+    """One page of a keyset-paginated proposal list."""
+
+    items: tuple[Proposal, ...]
+    next_cursor: str | None = None
+
+
+class AuditRecord(_Frozen):
+    """One link of the append-only, hash-chained audit log."""
+
+    seq: int
+    at: datetime
+    actor: str
+    action: str
+    subject: str
+    payload: dict[str, Any]
+    prev_hash: str
+    hash: str
+
+
+class AuditReport(_Frozen):
+    """Result of recomputing the audit chain."""
+
+    ok: bool
+    checked: int
+    first_broken_seq: int | None = None
+    reason: str | None = None
+
+
+class Checkpoint(_Frozen):
+    """Enough of an agent's state for any process to resume it."""
+
+    checkpoint_id: str
+    agent_id: str
+    thread_id: str
+    messages: list[Any]
+    pending_tool_calls: list[Any]
+    schema_version: int
+    created_at: datetime
+
+
+class TraceEvent(_Frozen):
+    """One entry of an agent's trace (run, tool call, tool result, approval, process …)."""
+
+    event_id: int | None = None
+    at: datetime
+    agent_id: str | None = None
+    thread_id: str | None = None
+    run_id: str | None = None
+    kind: str
+    tool: str | None = None
+    outcome_status: str | None = None
+    reason_code: str | None = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+    blob_ref: str | None = None
+
+
+class Blob(_Frozen):
+    """Content stored once under its SHA-256 digest."""
+
+    sha256: str
+    size: int
+    media_type: str
+    preview: str
+    content: bytes | None = None
+
+
+class ToolRecord(_Frozen):
+    """A registered tool: how to find and rebind it, never its code."""
+
+    handle: str
+    agent_id: str
+    name: str
+    import_ref: str | None = None
+    description: str = ""
+    json_schema: dict[str, Any] = Field(default_factory=dict)
+    schema_hash: str
+    domains: tuple[str, ...] = ()
+    flags: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentRecord(_Frozen):
+    """A saved agent configuration."""
+
+    agent_id: str
+    name: str
+    config: dict[str, Any] = Field(default_factory=dict)
+    updated_at: datetime
+
+
+class ProcessRecord(_Frozen):
+    """A supervised process (agent run, browser worker, sandbox run)."""
+
+    process_id: str
+    kind: str
+    pid: int | None = None
+    host: str
+    command: str = ""
+    status: str
+    started_at: datetime
+    heartbeat_at: datetime
+    exit_code: int | None = None

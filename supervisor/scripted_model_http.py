@@ -1,0 +1,211 @@
+"""The scripted model's HTTP layer: a standard-library threading server and its routes.
+
+The server knows the OpenAI routes and framing (JSON bodies, chunked server-sent events, error
+bodies); what to answer comes from a `ScriptBackend`, so the script logic stays testable on its
+own and this module stays free of it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol, cast
+
+from supervisor.scripted_model_protocol import (
+    Refusal,
+    ScriptedAnswer,
+    completion_body,
+    completion_chunks,
+    error_body,
+)
+from supervisor.scripted_model_turns import Fail
+
+__all__ = ["ScriptBackend", "ScriptedHTTPServer"]
+
+_log = logging.getLogger(__name__)
+_MAX_BODY_BYTES = 32 * 1024 * 1024
+_REDACTED_HEADERS = {"authorization": "Bearer ***", "api-key": "***"}
+_CHAT_COMPLETIONS = "/v1/chat/completions"
+
+
+class ScriptBackend(Protocol):
+    """What the HTTP layer needs from the script: auth, the next answer, and stop waits."""
+
+    @property
+    def model_name(self) -> str:
+        """The model id reported to clients."""
+        ...
+
+    def authorises(self, authorization: str | None) -> bool:
+        """Whether an ``Authorization`` header value may use the model."""
+        ...
+
+    def take_turn(
+        self, method: str, path: str, headers: Mapping[str, str], body: dict[str, Any]
+    ) -> tuple[float, ScriptedAnswer | Fail | Refusal]:
+        """Record a request and return (seconds to wait, what to answer)."""
+        ...
+
+    def wait_for_stop(self, seconds: float) -> bool:
+        """Wait up to ``seconds``; True when the server is stopping meanwhile."""
+        ...
+
+
+class ScriptedHTTPServer(ThreadingHTTPServer):
+    """A threading HTTP server that serves a backend and can cut keep-alive connections.
+
+    Args:
+        address: (host, port) to bind; port 0 picks a free one.
+        backend: Decides every answer.
+    """
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], backend: ScriptBackend) -> None:
+        self.backend = backend
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def close_open_connections(self) -> None:
+        """Shut down every open client connection so idle keep-alive threads end now."""
+        with self._open_lock:
+            open_sockets = list(self._open)
+        for open_socket in open_sockets:
+            try:
+                open_socket.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Routes one HTTP request to the backend and writes the OpenAI-shaped answer."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "ScriptedModel/1"
+
+    @property
+    def backend(self) -> ScriptBackend:
+        return cast(ScriptedHTTPServer, self.server).backend
+
+    def log_message(self, format: str, *args: Any) -> None:
+        _log.debug("scripted model: " + format, *args)
+
+    def _send_json(self, status: int, payload: Any, extra: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(payload, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (extra or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_error(self, status: int, message: str) -> None:
+        """An error the client must not retry (the same request would fail the same way)."""
+        self._send_json(status, error_body(status, message), {"x-should-retry": "false"})
+
+    def _route(self) -> str:
+        return self.path.split("?", 1)[0].rstrip("/")
+
+    def _model_card(self) -> dict[str, Any]:
+        name = self.backend.model_name
+        return {"id": name, "object": "model", "created": 0, "owned_by": "scripted"}
+
+    def do_GET(self) -> None:
+        route = self._route()
+        if not self.backend.authorises(self.headers.get("Authorization")):
+            self._send_error(401, "Incorrect API key provided to the scripted model.")
+        elif route == "/v1/models":
+            self._send_json(200, {"object": "list", "data": [self._model_card()]})
+        elif route == f"/v1/models/{self.backend.model_name}":
+            self._send_json(200, self._model_card())
+        else:
+            self._send_error(404, f"Unknown path {route!r} on the scripted model.")
+
+    def do_POST(self) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 <= length <= _MAX_BODY_BYTES:
+            self.close_connection = True
+            self._send_error(413, "Missing, invalid or too large Content-Length.")
+            return
+        raw_body = self.rfile.read(length)
+        route = self._route()
+        if route != _CHAT_COMPLETIONS:
+            self._send_error(404, f"Unknown path {route!r} on the scripted model.")
+        elif not self.backend.authorises(self.headers.get("Authorization")):
+            self._send_error(401, "Incorrect API key provided to the scripted model.")
+        else:
+            self._chat_completion(raw_body)
+
+    def _chat_completion(self, raw_body: bytes) -> None:
+        try:
+            body = json.loads(raw_body)
+        except (ValueError, UnicodeDecodeError) as error:
+            self._send_error(400, f"The request body is not valid JSON: {error}.")
+            return
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            self._send_error(400, "The request body must be a JSON object with a 'messages' list.")
+            return
+        headers = {
+            name.lower(): _REDACTED_HEADERS.get(name.lower(), value)
+            for name, value in self.headers.items()
+        }
+        delay, outcome = self.backend.take_turn(self.command, _CHAT_COMPLETIONS, headers, body)
+        if delay > 0 and self.backend.wait_for_stop(delay):
+            self.close_connection = True
+            return
+        if isinstance(outcome, Refusal):
+            self._send_error(500, outcome.message)
+        elif isinstance(outcome, Fail):
+            # No x-should-retry header: clients apply their own rules (retry 408/409/429/5xx).
+            extra: dict[str, str] = {}
+            if outcome.retry_after is not None:
+                extra["retry-after-ms"] = str(round(outcome.retry_after * 1000))
+            self._send_json(
+                outcome.status, error_body(outcome.status, outcome.error_message()), extra
+            )
+        elif body.get("stream") is True:
+            options = body.get("stream_options")
+            include_usage = isinstance(options, dict) and options.get("include_usage") is True
+            self._stream(outcome, include_usage=include_usage)
+        else:
+            self._send_json(200, completion_body(outcome))
+
+    def _stream(self, answer: ScriptedAnswer, *, include_usage: bool) -> None:
+        """Send the answer as server-sent events over chunked transfer encoding."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for chunk in completion_chunks(answer, include_usage=include_usage):
+                self._write_event(json.dumps(chunk, ensure_ascii=False))
+            self._write_event("[DONE]")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _write_event(self, data: str) -> None:
+        event = f"data: {data}\n\n".encode()
+        self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+        self.wfile.flush()

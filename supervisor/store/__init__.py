@@ -1,0 +1,15 @@
+"""Storage edge of the ledger: tables, engine factory, migrations and the repository."""
+
+from __future__ import annotations
+
+from supervisor.store.engine import create_ledger_engine, default_ledger_path, resolve_url
+from supervisor.store.migrate import ensure_schema
+from supervisor.store.repository import Repository
+
+__all__ = [
+    "Repository",
+    "create_ledger_engine",
+    "default_ledger_path",
+    "ensure_schema",
+    "resolve_url",
+]

@@ -1,0 +1,1 @@
+"""Alembic migrations for the ledger, shipped inside the package and run from code."""

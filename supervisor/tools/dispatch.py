@@ -1,0 +1,326 @@
+"""Governed dispatch: parse, validate, bind, call, and report a structured outcome.
+
+Rules (in this order, each refusal without calling the function):
+
+1. Arguments arrive as JSON text (what a model sends) or a mapping of JSON data. Empty text means
+   ``{}``. Text that is not JSON is ``invalid_json``; JSON that is not an object is
+   ``invalid_arguments``.
+2. A reserved name (``approved``, ``confirm``, ``proposal_id``, ``_anything``...) is
+   ``reserved_argument``; any other undeclared name ``unknown_argument``; a parameter without a
+   default that is absent ``missing_argument``; a wrong type, enum value or range
+   ``invalid_arguments``. Validation is strict (no ``"123"`` -> ``123``, no ``1`` -> ``true``),
+   at every depth. For a parameter the strict OpenAI form made nullable, ``null`` means "use
+   the default".
+3. Defaults are applied and the validated values are bound to the Python signature by name.
+4. An exception inside the tool is ``tool_exception``: the model gets the code and a safe message,
+   the trace gets the redacted detail. A result that is not JSON data is
+   ``result_not_serializable``. A tool that requires approval refuses to run
+   (``approval_required``) unless the caller states the approval was claimed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import pydantic_core
+from pydantic import BaseModel, ValidationError
+
+from supervisor.outcomes import ToolOutcome, ToolOutcomeStatus, resolve_outcome
+from supervisor.redact import redact
+from supervisor.tools.errors import ArgumentProblem, CallErrorCode, ToolCallError
+from supervisor.tools.policy import is_reserved_name
+from supervisor.tools.results import NotSerializable, to_json_value
+
+if TYPE_CHECKING:
+    from supervisor.tools.governed import GovernedTool
+
+    AnyTool = GovernedTool[..., Any]
+
+Arguments = str | bytes | bytearray | Mapping[str, Any] | None
+
+_PRIORITY: tuple[CallErrorCode, ...] = (
+    "invalid_json",
+    "reserved_argument",
+    "unknown_argument",
+    "missing_argument",
+    "invalid_arguments",
+)
+_SUCCESS = ToolOutcomeStatus.SUCCESS
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """Arguments that passed validation, ready to bind (or to propose for approval)."""
+
+    tool_name: str
+    validated: BaseModel
+    parameter_names: tuple[str, ...]
+
+    @cached_property
+    def arguments(self) -> dict[str, Any]:
+        """The validated arguments, defaults applied, as JSON data (what an approval binds)."""
+        dumped: dict[str, Any] = self.validated.model_dump(mode="json")
+        return dumped
+
+    def kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for the Python function."""
+        validated = self.validated
+        return {name: getattr(validated, name) for name in self.parameter_names}
+
+
+@dataclass(frozen=True)
+class ToolCallResult:
+    """What one governed call produced.
+
+    Attributes:
+        tool_name: The tool called.
+        value: JSON data for the model: the unwrapped result, or ``{"error": {...}}``.
+        outcome: Content-free evidence of how the call went (never sent to the model).
+        error: Why the call was refused or failed, if it was.
+        arguments: Validated arguments (JSON data), when validation passed.
+    """
+
+    tool_name: str
+    value: Any
+    outcome: ToolOutcome
+    error: ToolCallError | None = None
+    arguments: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """True when the tool ran and its outcome is usable."""
+        return self.error is None and self.outcome.usable
+
+    def model_content(self) -> str:
+        """The value as the JSON text placed in the model's tool message."""
+        return json.dumps(self.value, ensure_ascii=False)
+
+
+def prepare(tool: AnyTool, arguments: Arguments) -> PreparedCall:
+    """Parse and validate ``arguments`` for ``tool``.
+
+    Raises:
+        ToolCallError: ``invalid_json``, ``invalid_arguments``, ``unknown_argument``,
+            ``missing_argument`` or ``reserved_argument``, naming the argument and what was
+            expected.
+    """
+    raw = _raw_json(tool, arguments)
+    try:
+        validated = tool.signature.args_model.model_validate_json(raw)
+    except ValidationError as exc:
+        raise _refusal(tool, exc) from None
+    return PreparedCall(tool.name, validated, tool.signature.parameter_names)
+
+
+def execute(tool: AnyTool, prepared: PreparedCall, *, approved: bool) -> ToolCallResult:
+    """Call a synchronous tool with prepared arguments and report the outcome."""
+    refused = _approval_refusal(tool, prepared, approved)
+    if refused is not None:
+        return refused
+    started = time.perf_counter()
+    try:
+        returned = tool.function(**prepared.kwargs())
+        if inspect.isawaitable(returned):
+            returned = _run_awaitable(returned)
+    except Exception as exc:
+        return _exception_result(tool, prepared, exc)
+    return _finish(tool, prepared, returned, started)
+
+
+async def aexecute(tool: AnyTool, prepared: PreparedCall, *, approved: bool) -> ToolCallResult:
+    """Call a tool from async code: coroutines are awaited, sync tools run in a thread."""
+    refused = _approval_refusal(tool, prepared, approved)
+    if refused is not None:
+        return refused
+    started = time.perf_counter()
+    try:
+        if tool.is_async:
+            returned = await tool.function(**prepared.kwargs())
+        else:
+            returned = await asyncio.to_thread(tool.function, **prepared.kwargs())
+    except Exception as exc:
+        return _exception_result(tool, prepared, exc)
+    return _finish(tool, prepared, returned, started)
+
+
+def error_result(
+    tool_name: str, error: ToolCallError, arguments: dict[str, Any] | None = None
+) -> ToolCallResult:
+    """A result that reports ``error`` to the model and as an ``error`` outcome."""
+    outcome = ToolOutcome(status=ToolOutcomeStatus.ERROR, reason_code=error.code)
+    return ToolCallResult(tool_name, error.to_model(), outcome, error, arguments)
+
+
+def _run_awaitable(awaitable: Any) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_await(awaitable))
+    awaitable.close()
+    raise RuntimeError(
+        "an async tool was dispatched synchronously inside an event loop; use adispatch"
+    )
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _approval_refusal(
+    tool: AnyTool, prepared: PreparedCall, approved: bool
+) -> ToolCallResult | None:
+    if approved or not tool.policy.requires_approval:
+        return None
+    error = ToolCallError(
+        "approval_required",
+        f"{tool.name} requires human approval before it runs ({tool.policy.approval_reason}).",
+        tool.name,
+    )
+    return error_result(tool.name, error, prepared.arguments)
+
+
+def _finish(tool: AnyTool, prepared: PreparedCall, returned: Any, started: float) -> ToolCallResult:
+    latency_ms = (time.perf_counter() - started) * 1000.0
+    value, outcome = resolve_outcome(returned)
+    try:
+        value = to_json_value(value)
+    except NotSerializable as exc:
+        error = ToolCallError(
+            "result_not_serializable",
+            f"{tool.name} returned a {exc.type_name} at {exc.path}, which is not JSON data.",
+            tool.name,
+            detail=f"{exc.path}: {exc.type_name}",
+        )
+        failed = error_result(tool.name, error)
+        return ToolCallResult(
+            tool.name, failed.value, failed.outcome.with_latency(latency_ms), error
+        )
+    return ToolCallResult(tool.name, value, outcome.with_latency(latency_ms))
+
+
+def _exception_result(tool: AnyTool, prepared: PreparedCall, exc: Exception) -> ToolCallResult:
+    frames = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=8))
+    error = ToolCallError(
+        "tool_exception",
+        f"{tool.name} failed with {type(exc).__name__}; the details are in the supervisor trace.",
+        tool.name,
+        detail=redact(frames),
+    )
+    return error_result(tool.name, error)
+
+
+def _raw_json(tool: AnyTool, arguments: Arguments) -> bytes | str:
+    if arguments is None:
+        return b"{}"
+    if isinstance(arguments, (bytes, bytearray)):
+        raw: bytes | str = bytes(arguments)
+    elif isinstance(arguments, str):
+        raw = arguments
+    else:
+        try:
+            raw = pydantic_core.to_json(arguments)
+        except pydantic_core.PydanticSerializationError as exc:
+            raise ToolCallError(
+                "invalid_arguments",
+                f"The arguments for {tool.name} are not JSON data ({exc}).",
+                tool.name,
+            ) from None
+    if not raw.strip():
+        return b"{}"
+    nullable = tool.openai.null_means_default
+    if nullable and ("null" in raw if isinstance(raw, str) else b"null" in raw):
+        raw = _drop_default_nulls(raw, nullable)
+    return raw
+
+
+def _drop_default_nulls(raw: bytes | str, nullable: frozenset[str]) -> bytes | str:
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return raw  # validation reports invalid_json
+    if not isinstance(parsed, dict):
+        return raw
+    kept = {key: value for key, value in parsed.items() if not (key in nullable and value is None)}
+    return json.dumps(kept)
+
+
+def _path(location: tuple[int | str, ...]) -> str | None:
+    if not location:
+        return None
+    text = ""
+    for part in location:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _refusal(tool: AnyTool, exc: ValidationError) -> ToolCallError:
+    declared = ", ".join(tool.signature.parameter_names) or "no arguments"
+    problems: list[ArgumentProblem] = []
+    for item in exc.errors(include_url=False):
+        kind = item["type"]
+        location = tuple(item["loc"])
+        path = _path(location)
+        if kind == "json_invalid":
+            problems.append(
+                ArgumentProblem(
+                    "invalid_json",
+                    None,
+                    "a JSON object",
+                    f"The arguments are not valid JSON: {item['msg']}.",
+                )
+            )
+        elif kind in ("model_type", "model_attributes_type") and not location:
+            problems.append(
+                ArgumentProblem(
+                    "invalid_arguments",
+                    None,
+                    "a JSON object",
+                    "The arguments must be a JSON object.",
+                )
+            )
+        elif kind in ("extra_forbidden", "unexpected_keyword_argument"):
+            name = str(location[-1]) if location else ""
+            if len(location) == 1 and is_reserved_name(name):
+                problems.append(
+                    ArgumentProblem(
+                        "reserved_argument",
+                        path,
+                        "",
+                        f"'{name}' is reserved: approval is decided by a human, never by an "
+                        "argument.",
+                    )
+                )
+            else:
+                expected = f"one of: {declared}" if len(location) == 1 else "a declared field"
+                problems.append(
+                    ArgumentProblem(
+                        "unknown_argument", path, expected, f"'{path}' is not an argument."
+                    )
+                )
+        elif kind == "missing":
+            problems.append(
+                ArgumentProblem(
+                    "missing_argument", path, "a value", f"'{path}' is required but missing."
+                )
+            )
+        else:
+            received = json.dumps(item.get("input"), ensure_ascii=False, default=str)[:80]
+            problems.append(
+                ArgumentProblem(
+                    "invalid_arguments",
+                    path,
+                    item["msg"],
+                    f"'{path}' is invalid: {item['msg']} (got {received}).",
+                )
+            )
+    problems.sort(key=lambda problem: _PRIORITY.index(problem.code))
+    first = problems[0]
+    return ToolCallError(first.code, first.message, tool.name, tuple(problems))

@@ -1,0 +1,85 @@
+"""Fixtures shared by the whole test suite.
+
+Ledger URLs:
+- ``sqlite_url``: a fresh SQLite file per test.
+- ``postgres_url``: a fresh database per test on a real PostgreSQL server (``pg_cluster``).
+- ``ledger_url``: parametrised over both engines; PostgreSQL starts only if a test needs it.
+
+PostgreSQL is a throwaway cluster started once per session (see tests/support/postgres.py), or
+the server named by ``$SUPERVISOR_TEST_PG_URL``. Tests that use it carry the ``postgres`` mark,
+so ``-m "not postgres"`` runs without it. Missing server binaries skip those tests locally but
+fail them under ``CI=true``, so CI cannot pass by silently skipping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+from support.postgres import PostgresCluster, PostgresNotInstalled, unique_database_name
+
+_POSTGRES_FIXTURES = {"pg_cluster", "postgres_url"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses PostgreSQL fixtures with ``postgres``."""
+    for item in items:
+        if _POSTGRES_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.postgres)
+
+
+def _unavailable(reason: str) -> NoReturn:
+    """Skip locally, but fail under CI, when PostgreSQL cannot be provided."""
+    message = f"PostgreSQL unavailable: {reason}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{message} (CI=true, so not skipping)", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PostgresCluster]:
+    """One PostgreSQL server for the session, stopped and deleted at the end."""
+    cluster = PostgresCluster.from_env()
+    try:
+        cluster.start()
+    except PostgresNotInstalled as exc:
+        _unavailable(str(exc))  # the message says to run `bash .ci/system-deps.sh`
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(pg_cluster: PostgresCluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """SQLAlchemy URL (postgresql+psycopg://...) of a new, empty database, dropped afterwards."""
+    name = unique_database_name(request.node.name)
+    url = pg_cluster.create_database(name)
+    try:
+        yield url
+    finally:
+        with contextlib.suppress(Exception):
+            pg_cluster.drop_database(name)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """SQLAlchemy URL of a new SQLite file: sqlite:///<tmp_path>/ledger.db."""
+    return f"sqlite:///{tmp_path / 'ledger.db'}"
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("sqlite", id="sqlite"),
+        pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+    ]
+)
+def ledger_url(request: pytest.FixtureRequest) -> str:
+    """A fresh ledger URL on each engine; PostgreSQL is requested lazily, only for its param."""
+    fixture = "sqlite_url" if request.param == "sqlite" else "postgres_url"
+    url: str = request.getfixturevalue(fixture)
+    return url
