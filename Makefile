@@ -8,6 +8,7 @@ BIN := $(dir $(PY))
 	python3 -m venv .venv
 
 setup: .venv/bin/python
+	bash .ci/system-deps.sh
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 

@@ -239,7 +239,7 @@ class ScriptedModel:
             ScriptedModelNotRunning: It was already started (a scripted model serves once).
             OSError: The address cannot be bound.
         """
-        if self._server is not None or self._player.stopping.is_set():
+        if self._server is not None:
             raise ScriptedModelNotRunning(
                 "This scripted model was already started.", hint="Create a new ScriptedModel."
             )
@@ -258,10 +258,10 @@ class ScriptedModel:
 
         Safe to call more than once, or before `start`.
         """
-        self._player.stopping.set()
         server, thread = self._server, self._thread
         if server is None:
             return
+        self._player.stopping.set()
         server.shutdown()
         server.close_open_connections()
         server.server_close()

@@ -1,8 +1,9 @@
 """The OpenAI chat-completions wire format the scripted model speaks.
 
-Pure functions from a resolved answer to JSON bodies: a ``chat.completion`` object, the
-``chat.completion.chunk`` sequence of a streamed answer, and OpenAI-style error bodies. Keeping
-them free of any server state makes the exact shapes easy to read and to test.
+What a request looked like (`RecordedRequest`) and pure functions from a resolved answer to
+JSON bodies: a ``chat.completion`` object, the ``chat.completion.chunk`` sequence of a streamed
+answer, and OpenAI-style error bodies. Keeping them free of server state makes the exact shapes
+easy to read and to test.
 """
 
 from __future__ import annotations
@@ -74,11 +75,12 @@ class RecordedRequest:
     @property
     def tool_names(self) -> list[str]:
         """The function names among `tools`, in the order sent."""
-        return [
-            str(tool["function"]["name"])
-            for tool in self.tools
-            if isinstance(tool.get("function"), dict) and "name" in tool["function"]
-        ]
+        names: list[str] = []
+        for tool in self.tools:
+            function = tool.get("function") if isinstance(tool, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("name"), str):
+                names.append(function["name"])
+        return names
 
     @property
     def model(self) -> str | None:

@@ -62,6 +62,22 @@ class ApprovalAlreadyDecided(LedgerError):
         )
 
 
+class NotApproved(LedgerError):
+    """The proposal has not been approved yet, so it cannot run."""
+
+    code = "not_approved"
+
+    def __init__(self, proposal_id: str, *, status: str) -> None:
+        self.proposal_id = proposal_id
+        self.status = status
+        super().__init__(
+            f"Proposal {proposal_id} is {status}; only an approved proposal can be claimed.",
+            hint="Wait for a human decision (`supervisor list --status pending`).",
+            proposal_id=proposal_id,
+            status=status,
+        )
+
+
 class ApprovalExpired(LedgerError):
     """The proposal's expiry passed before the action."""
 

@@ -284,3 +284,11 @@ class ProcessRecord(_Frozen):
     started_at: datetime
     heartbeat_at: datetime
     exit_code: int | None = None
+
+
+class PurgeReport(_Frozen):
+    """What a retention run removed."""
+
+    purged: int
+    proposal_ids: tuple[str, ...] = ()
+    archive_path: str | None = None

@@ -70,6 +70,14 @@ PROVIDER_FAILURE_PREFIXES: tuple[str, ...] = ("provider_", "upstream_")
 COLLECTION_KEYS: tuple[str, ...] = ("results", "items", "matches")
 """Keys whose list value counts the records a read returned, checked in this order."""
 
+STRUCTURAL_KEYS = frozenset(
+    {"ok", "success", "error_code", "error", "fallback_used", "degraded", *COLLECTION_KEYS}
+)
+"""Every key the table reads; a mapping with none of them is a plain success."""
+
+_PLAIN_SUCCESS = ToolOutcome()
+"""Shared by every plain success: outcomes are frozen, so one instance serves all."""
+
 _REASON_CODE = re.compile(REASON_CODE_PATTERN)
 _PROVIDER_NAME = re.compile(PROVIDER_NAME_PATTERN)
 
@@ -92,8 +100,8 @@ def infer_outcome(value: Any) -> ToolOutcome:
             status=ToolOutcomeStatus.EMPTY if not value else ToolOutcomeStatus.SUCCESS,
             result_count=len(value),
         )
-    if not isinstance(value, Mapping):
-        return ToolOutcome()
+    if not isinstance(value, Mapping) or STRUCTURAL_KEYS.isdisjoint(value.keys()):
+        return _PLAIN_SUCCESS
     failure = _infer_failure(value)
     if failure is not None:
         return failure

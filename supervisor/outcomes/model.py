@@ -9,6 +9,7 @@ timings), never the value or the call's arguments.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -62,6 +63,9 @@ _NO_RESULTS = frozenset(
     {ToolOutcomeStatus.EMPTY, ToolOutcomeStatus.PROVIDER_ERROR, ToolOutcomeStatus.ERROR}
 )
 _MAY_NAME_FALLBACK = frozenset({ToolOutcomeStatus.FALLBACK, ToolOutcomeStatus.PROVIDER_ERROR})
+
+
+_LATENCY = frozenset({"latency_ms"})
 
 
 class ToolOutcome(BaseModel):
@@ -217,7 +221,21 @@ class ToolOutcome(BaseModel):
         Raises:
             pydantic.ValidationError: ``ms`` is negative, NaN or infinite.
         """
-        return self.model_copy(update={"latency_ms": ms})
+        if type(ms) is int:
+            ms = float(ms)
+        if type(ms) is not float or not 0.0 <= ms < math.inf:
+            return self.model_copy(update={"latency_ms": ms})  # raises the validation error
+        # Only latency changes and it takes no part in coherence: copy without revalidating.
+        fields = self.__dict__.copy()
+        fields["latency_ms"] = ms
+        timed = object.__new__(type(self))
+        object.__setattr__(timed, "__dict__", fields)
+        object.__setattr__(
+            timed, "__pydantic_fields_set__", self.__pydantic_fields_set__ | _LATENCY
+        )
+        object.__setattr__(timed, "__pydantic_extra__", None)
+        object.__setattr__(timed, "__pydantic_private__", None)
+        return timed
 
     def evidence(self) -> dict[str, Any]:
         """The content-free evidence traces, the CLI and the analyzer record.
@@ -239,6 +257,28 @@ class ToolOutcome(BaseModel):
             "fallback_used": self.fallback_used,
             "latency_ms": self.latency_ms,
         }
+
+
+_SUCCESS_FIELDS: dict[str, Any] = dict(ToolOutcome().__dict__)
+
+
+def timed_success(latency_ms: float) -> ToolOutcome:
+    """A plain ``success`` outcome with ``latency_ms`` set: the dispatcher's hot path.
+
+    Equal to ``ToolOutcome(latency_ms=latency_ms)`` but built without revalidation, because a
+    plain success with a finite, non-negative latency is coherent by construction.
+
+    Raises:
+        pydantic.ValidationError: ``latency_ms`` is negative or not finite.
+    """
+    if type(latency_ms) is not float or not 0.0 <= latency_ms < math.inf:
+        return ToolOutcome(latency_ms=latency_ms)
+    outcome = object.__new__(ToolOutcome)
+    object.__setattr__(outcome, "__dict__", {**_SUCCESS_FIELDS, "latency_ms": latency_ms})
+    object.__setattr__(outcome, "__pydantic_fields_set__", {"latency_ms"})
+    object.__setattr__(outcome, "__pydantic_extra__", None)
+    object.__setattr__(outcome, "__pydantic_private__", None)
+    return outcome
 
 
 def _outcome_error_in(exc: ValidationError) -> OutcomeError | None:

@@ -97,7 +97,7 @@ def proposal_to_row(proposal: Proposal) -> ProposalRow:
 def execution_from_row(row: ExecutionRow) -> Execution:
     return Execution(
         proposal_id=row.proposal_id,
-        state=row.state,  # type: ignore[arg-type]
+        state=row.state,
         executor=ExecutorIdentity(
             executor_id=row.executor_id, pid=row.executor_pid, host=row.executor_host
         ),

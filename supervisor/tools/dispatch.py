@@ -21,7 +21,6 @@ Rules (in this order, each refusal without calling the function):
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import time
 import traceback
@@ -34,6 +33,8 @@ import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from supervisor.outcomes import ToolOutcome, ToolOutcomeStatus, resolve_outcome
+from supervisor.outcomes.legacy import STRUCTURAL_KEYS
+from supervisor.outcomes.model import timed_success
 from supervisor.redact import redact
 from supervisor.tools.errors import ArgumentProblem, CallErrorCode, ToolCallError
 from supervisor.tools.policy import is_reserved_name
@@ -56,7 +57,7 @@ _PRIORITY: tuple[CallErrorCode, ...] = (
 _SUCCESS = ToolOutcomeStatus.SUCCESS
 
 
-@dataclass(frozen=True)
+@dataclass
 class PreparedCall:
     """Arguments that passed validation, ready to bind (or to propose for approval)."""
 
@@ -72,13 +73,13 @@ class PreparedCall:
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments for the Python function."""
-        validated = self.validated
-        return {name: getattr(validated, name) for name in self.parameter_names}
+        # The argument model's fields are exactly the parameters, in signature order.
+        return dict(self.validated.__dict__)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ToolCallResult:
-    """What one governed call produced.
+    """What one governed call produced (treat as read-only).
 
     Attributes:
         tool_name: The tool called.
@@ -104,6 +105,34 @@ class ToolCallResult:
         return json.dumps(self.value, ensure_ascii=False)
 
 
+def dispatch(tool: AnyTool, arguments: Arguments, *, approved: bool) -> ToolCallResult:
+    """Validate and run a model's call; every refusal or failure becomes an error result.
+
+    This is :func:`prepare` followed by :func:`execute`, fused because it is the hot path.
+    """
+    raw = _raw_json(tool, arguments)
+    try:
+        validated = tool.validate_json(raw)
+    except ValidationError as exc:
+        return error_result(tool.name, _refusal(tool, exc))
+    except ToolCallError as error:
+        return error_result(tool.name, error)
+    if tool.is_async or (tool.policy.requires_approval and not approved):
+        prepared = PreparedCall(tool.name, validated, tool.signature.parameter_names)
+        return execute(tool, prepared, approved=approved)
+    started = time.perf_counter()
+    try:
+        returned = tool.function(**validated.__dict__)
+    except Exception as exc:
+        prepared = PreparedCall(tool.name, validated, tool.signature.parameter_names)
+        return _exception_result(tool, prepared, exc)
+    if type(returned) is dict and is_plain_json_record(returned):
+        # The common case: a flat JSON object with none of the legacy outcome keys.
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        return ToolCallResult(tool.name, returned, timed_success(latency_ms))
+    return _finish(tool, returned, started)
+
+
 def prepare(tool: AnyTool, arguments: Arguments) -> PreparedCall:
     """Parse and validate ``arguments`` for ``tool``.
 
@@ -114,7 +143,7 @@ def prepare(tool: AnyTool, arguments: Arguments) -> PreparedCall:
     """
     raw = _raw_json(tool, arguments)
     try:
-        validated = tool.signature.args_model.model_validate_json(raw)
+        validated = tool.validate_json(raw)
     except ValidationError as exc:
         raise _refusal(tool, exc) from None
     return PreparedCall(tool.name, validated, tool.signature.parameter_names)
@@ -128,11 +157,11 @@ def execute(tool: AnyTool, prepared: PreparedCall, *, approved: bool) -> ToolCal
     started = time.perf_counter()
     try:
         returned = tool.function(**prepared.kwargs())
-        if inspect.isawaitable(returned):
+        if tool.is_async:
             returned = _run_awaitable(returned)
     except Exception as exc:
         return _exception_result(tool, prepared, exc)
-    return _finish(tool, prepared, returned, started)
+    return _finish(tool, returned, started)
 
 
 async def aexecute(tool: AnyTool, prepared: PreparedCall, *, approved: bool) -> ToolCallResult:
@@ -148,7 +177,7 @@ async def aexecute(tool: AnyTool, prepared: PreparedCall, *, approved: bool) -> 
             returned = await asyncio.to_thread(tool.function, **prepared.kwargs())
     except Exception as exc:
         return _exception_result(tool, prepared, exc)
-    return _finish(tool, prepared, returned, started)
+    return _finish(tool, returned, started)
 
 
 def error_result(
@@ -157,6 +186,19 @@ def error_result(
     """A result that reports ``error`` to the model and as an ``error`` outcome."""
     outcome = ToolOutcome(status=ToolOutcomeStatus.ERROR, reason_code=error.code)
     return ToolCallResult(tool_name, error.to_model(), outcome, error, arguments)
+
+
+def is_plain_json_record(value: dict[Any, Any]) -> bool:
+    """A flat JSON object (string keys; str, int, bool or None values) with none of the keys
+    legacy outcome inference reads: already JSON data, and a plain success."""
+    structural = STRUCTURAL_KEYS
+    for key, item in value.items():
+        if type(key) is not str or key in structural:
+            return False
+        kind = type(item)
+        if not (kind is str or kind is int or kind is bool or item is None):
+            return False
+    return True
 
 
 def _run_awaitable(awaitable: Any) -> Any:
@@ -187,7 +229,7 @@ def _approval_refusal(
     return error_result(tool.name, error, prepared.arguments)
 
 
-def _finish(tool: AnyTool, prepared: PreparedCall, returned: Any, started: float) -> ToolCallResult:
+def _finish(tool: AnyTool, returned: Any, started: float) -> ToolCallResult:
     latency_ms = (time.perf_counter() - started) * 1000.0
     value, outcome = resolve_outcome(returned)
     try:
@@ -218,10 +260,12 @@ def _exception_result(tool: AnyTool, prepared: PreparedCall, exc: Exception) -> 
 
 
 def _raw_json(tool: AnyTool, arguments: Arguments) -> bytes | str:
-    if arguments is None:
+    if type(arguments) is str:
+        raw: bytes | str = arguments
+    elif arguments is None:
         return b"{}"
-    if isinstance(arguments, (bytes, bytearray)):
-        raw: bytes | str = bytes(arguments)
+    elif isinstance(arguments, (bytes, bytearray)):
+        raw = bytes(arguments)
     elif isinstance(arguments, str):
         raw = arguments
     else:
@@ -233,7 +277,7 @@ def _raw_json(tool: AnyTool, arguments: Arguments) -> bytes | str:
                 f"The arguments for {tool.name} are not JSON data ({exc}).",
                 tool.name,
             ) from None
-    if not raw.strip():
+    if not raw or raw.isspace():
         return b"{}"
     nullable = tool.openai.null_means_default
     if nullable and ("null" in raw if isinstance(raw, str) else b"null" in raw):

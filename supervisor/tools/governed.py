@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
+from pydantic import BaseModel
+
 from supervisor.errors import ToolDefinitionError
 from supervisor.tools import dispatch as _dispatch
 from supervisor.tools.dispatch import Arguments, PreparedCall, ToolCallResult
@@ -64,6 +66,9 @@ class GovernedTool(Generic[P, R]):
         self.signature: CompiledSignature = compile_signature(
             function, tool_name=tool_name, description=description
         )
+        self.validate_json: Callable[[str | bytes], BaseModel] = (
+            self.signature.args_model.__pydantic_validator__.validate_json
+        )
         self.description = self.signature.description
         self.parameters = self.signature.parameters
         self.schema_hash = schema_hash(tool_name, self.description, self.parameters)
@@ -110,11 +115,7 @@ class GovernedTool(Generic[P, R]):
 
     def dispatch(self, arguments: Arguments, *, approved: bool = False) -> ToolCallResult:
         """Validate and run a model's call; every failure becomes a structured error result."""
-        try:
-            prepared = self.prepare(arguments)
-        except ToolCallError as error:
-            return _dispatch.error_result(self.name, error)
-        return self.execute(prepared, approved=approved)
+        return _dispatch.dispatch(self, arguments, approved=approved)
 
     async def adispatch(self, arguments: Arguments, *, approved: bool = False) -> ToolCallResult:
         """Async :meth:`dispatch`."""

@@ -29,7 +29,12 @@ def to_json_value(value: Any, path: str = "$") -> Any:
     Raises:
         NotSerializable: with the path of the first offending value.
     """
-    if value is None or isinstance(value, (bool, str, int)):
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict and is_flat_json_object(value):
+        return value  # already JSON data; returned as is (never mutated)
+    if isinstance(value, (bool, str, int)):
         return value
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
@@ -52,3 +57,14 @@ def to_json_value(value: Any, path: str = "$") -> Any:
     if isinstance(value, (list, tuple)):
         return [to_json_value(item, f"{path}[{index}]") for index, item in enumerate(value)]
     raise NotSerializable(path, type(value).__name__)
+
+
+def is_flat_json_object(value: dict[Any, Any]) -> bool:
+    """Whether every key is a string and every value a string, int, bool or None."""
+    for key, item in value.items():
+        if type(key) is not str:
+            return False
+        kind = type(item)
+        if not (kind is str or kind is int or kind is bool or item is None):
+            return False
+    return True

@@ -1,0 +1,325 @@
+"""Claiming approved proposals for execution, recording outcomes, expiry and crash recovery."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from typing import Literal
+
+from supervisor.canonical import args_hash as compute_args_hash
+from supervisor.ledger.base import LedgerBase
+from supervisor.ledger.errors import (
+    ApprovalExpired,
+    ArgumentsMismatch,
+    LedgerError,
+    NotOwner,
+)
+from supervisor.ledger.models import (
+    ApproverContext,
+    Execution,
+    ExecutorIdentity,
+    ProposalStatus,
+    Via,
+)
+
+_S = ProposalStatus
+IsAlive = Callable[[int, str], bool]
+
+
+def local_process_alive(pid: int, host: str) -> bool:
+    """Whether ``pid`` runs on this host; processes on other hosts are assumed alive."""
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _identity(executor: ExecutorIdentity | str | None) -> ExecutorIdentity:
+    if isinstance(executor, ExecutorIdentity):
+        return executor
+    return ExecutorIdentity.current(executor or "sdk")
+
+
+class ExecutionMixin(LedgerBase):
+    """Claim / complete / fail / expire / recover."""
+
+    def claim(
+        self,
+        proposal_id: str,
+        expected_args_hash: str,
+        executor: ExecutorIdentity | str | None = None,
+    ) -> Execution:
+        """Consume an approved proposal: write the ``executing`` record ahead of the side effect.
+
+        The args hash is recomputed from the stored tool, schema hash, arguments and target and
+        must equal both the stored hash and ``expected_args_hash`` (the hash of what the caller
+        is about to run). A refused claim on a mismatch is audited.
+
+        Args:
+            proposal_id: The approved proposal.
+            expected_args_hash: Hash of the call about to run (``supervisor.canonical.args_hash``).
+            executor: Who runs it; a label or an identity (defaults to this process).
+
+        Returns:
+            The execution in state ``executing``.
+
+        Raises:
+            ProposalNotFound: No such proposal.
+            NotApproved: It is still pending.
+            ApprovalAlreadyDecided: It was already claimed (names the executor and time) or
+                decided otherwise.
+            ApprovalExpired: Its expiry passed (it is marked expired).
+            ArgumentsMismatch: The hashes differ; nothing may run.
+        """
+        identity = _identity(executor)
+        refusal: LedgerError | None = None
+        execution: Execution | None = None
+        with self.repository.write() as tx:
+            now = self._now()
+            current = self._load(tx, proposal_id)
+            if current.status is not _S.APPROVED:
+                raise self._state_error(tx, current, "claimed")
+            recomputed = compute_args_hash(
+                current.tool_name,
+                current.tool_schema_hash,
+                current.arguments,
+                current.execution_target,
+            )
+            if current.expires_at <= now:
+                self._expire_in_tx(tx, current, now)
+                refusal = ApprovalExpired(proposal_id, expires_at=current.expires_at)
+            elif not (recomputed == current.args_hash == expected_args_hash):
+                refusal = ArgumentsMismatch(
+                    proposal_id,
+                    expected=expected_args_hash,
+                    stored=current.args_hash,
+                    recomputed=recomputed,
+                )
+                tx.append_audit(
+                    at=now, actor=identity.executor_id, action="claim_refused",
+                    subject=proposal_id,
+                    payload={
+                        "reason": "arguments_mismatch", "expected": expected_args_hash,
+                        "stored": current.args_hash, "recomputed": recomputed,
+                    },
+                )  # fmt: skip
+            else:
+                changed = tx.update_proposal(
+                    proposal_id,
+                    expect_status=_S.APPROVED,
+                    expires_after=now,
+                    expect_args_hash=expected_args_hash,
+                    values={"status": _S.EXECUTING, "updated_at": now},
+                )
+                if changed != 1 or tx.execution(proposal_id) is not None:
+                    raise self._state_error(tx, self._load(tx, proposal_id), "claimed")
+                tx.insert_execution(proposal_id, identity, expected_args_hash, now)
+                tx.append_audit(
+                    at=now, actor=identity.executor_id, action="claim", subject=proposal_id,
+                    payload={
+                        "args_hash": expected_args_hash, "executor": identity.model_dump(),
+                    },
+                )  # fmt: skip
+                execution = tx.execution(proposal_id)
+        if refusal is not None:
+            raise refusal
+        assert execution is not None
+        return execution
+
+    def _finish(
+        self,
+        proposal_id: str,
+        *,
+        to_status: Literal[_S.EXECUTED, _S.FAILED],
+        outcome_status: str,
+        result_ref: str | None,
+        reason: str | None,
+        executor: ExecutorIdentity | str | None,
+    ) -> Execution:
+        wanted = "completed" if to_status is _S.EXECUTED else "failed"
+        with self.repository.write() as tx:
+            now = self._now()
+            current = self._load(tx, proposal_id)
+            execution = tx.execution(proposal_id)
+            if current.status is not _S.EXECUTING or execution is None:
+                raise self._state_error(tx, current, wanted)
+            claimed_by = execution.executor.executor_id
+            if executor is not None:
+                actor = executor if isinstance(executor, str) else executor.executor_id
+                if actor != claimed_by:
+                    raise NotOwner(proposal_id, actor=actor, owner=claimed_by)
+            changed = tx.update_proposal(
+                proposal_id,
+                expect_status=_S.EXECUTING,
+                values={"status": to_status, "updated_at": now},
+            )
+            changed_execution = tx.update_execution(
+                proposal_id, expect_state="executing", state=to_status.value,
+                finished_at=now, outcome_status=outcome_status, result_ref=result_ref,
+                reason=reason,
+            )  # fmt: skip
+            if changed != 1 or changed_execution != 1:
+                raise self._state_error(tx, self._load(tx, proposal_id), wanted)
+            tx.append_audit(
+                at=now, actor=claimed_by,
+                action="complete" if to_status is _S.EXECUTED else "fail",
+                subject=proposal_id,
+                payload={
+                    "outcome_status": outcome_status, "result_ref": result_ref,
+                    "reason": reason, "args_hash": execution.args_hash,
+                },
+            )  # fmt: skip
+            finished = tx.execution(proposal_id)
+        assert finished is not None
+        return finished
+
+    def complete(
+        self,
+        proposal_id: str,
+        outcome_status: str = "success",
+        result_ref: str | None = None,
+        *,
+        executor: ExecutorIdentity | str | None = None,
+    ) -> Execution:
+        """Record that the side effect ran (executing -> executed).
+
+        Args:
+            proposal_id: The claimed proposal.
+            outcome_status: The tool outcome (success, empty, degraded, fallback, ...).
+            result_ref: A pointer to the result (blob digest, URL), never the result itself.
+            executor: If given, must be the executor that claimed it.
+
+        Returns:
+            The finished execution.
+
+        Raises:
+            ProposalNotFound: No such proposal.
+            ApprovalAlreadyDecided: It is not executing (already finished, or reconciled).
+            NotOwner: ``executor`` is not the one that claimed it.
+        """
+        return self._finish(
+            proposal_id, to_status=_S.EXECUTED, outcome_status=outcome_status,
+            result_ref=result_ref, reason=None, executor=executor,
+        )  # fmt: skip
+
+    def fail(
+        self,
+        proposal_id: str,
+        outcome_status: str = "error",
+        reason: str | None = None,
+        *,
+        result_ref: str | None = None,
+        executor: ExecutorIdentity | str | None = None,
+    ) -> Execution:
+        """Record that the execution failed (executing -> failed). Raises as :meth:`complete`."""
+        return self._finish(
+            proposal_id, to_status=_S.FAILED, outcome_status=outcome_status,
+            result_ref=result_ref, reason=reason, executor=executor,
+        )  # fmt: skip
+
+    def expire_due(self, limit: int = 1000) -> list[str]:
+        """Mark pending and approved proposals whose expiry passed as expired (audited).
+
+        Returns:
+            The ids expired by this sweep (at most ``limit``).
+        """
+        with self.repository.write() as tx:
+            now = self._now()
+            return [
+                proposal.proposal_id
+                for proposal in tx.proposals_due(now, limit)
+                if self._expire_in_tx(tx, proposal, now)
+            ]
+
+    def recover(self, is_alive: IsAlive | None = None) -> list[Execution]:
+        """Flag executions left ``executing`` by dead processes as ``needs_reconciliation``.
+
+        They are never re-run: nobody knows whether the side effect happened, so a human
+        decides (see :meth:`reconcile`).
+
+        Args:
+            is_alive: ``(pid, host) -> bool``; the default checks local pids and assumes
+                processes on other hosts are alive.
+
+        Returns:
+            The executions flagged by this call.
+        """
+        check = is_alive or local_process_alive
+        with self.repository.read() as tx:
+            running = tx.executions_in_state("executing")
+        dead = [e for e in running if not check(e.executor.pid, e.executor.host)]
+        flagged: list[Execution] = []
+        if not dead:
+            return flagged
+        with self.repository.write() as tx:
+            now = self._now()
+            for execution in dead:
+                pid = execution.proposal_id
+                who = f"{execution.executor.executor_id} (pid {execution.executor.pid} on "
+                why = who + f"{execution.executor.host}) stopped before recording an outcome"
+                if (
+                    tx.update_proposal(
+                        pid,
+                        expect_status=_S.EXECUTING,
+                        values={"status": _S.NEEDS_RECONCILIATION, "updated_at": now},
+                    )
+                    != 1
+                ):
+                    continue
+                tx.update_execution(
+                    pid, expect_state="executing", state="needs_reconciliation", reason=why
+                )
+                tx.append_audit(
+                    at=now, actor="ledger", action="needs_reconciliation", subject=pid,
+                    payload={"executor": execution.executor.model_dump(), "reason": why},
+                )  # fmt: skip
+                found = tx.execution(pid)
+                if found is not None:
+                    flagged.append(found)
+        return flagged
+
+    def reconcile(
+        self,
+        proposal_id: str,
+        outcome: Literal["executed", "failed"],
+        approver_id: str,
+        reason: str | None = None,
+        *,
+        context: ApproverContext | None = None,
+        via: Via | None = None,
+    ) -> Execution:
+        """A human records what really happened to a ``needs_reconciliation`` execution.
+
+        Raises:
+            ProposalNotFound: No such proposal.
+            ApprovalAlreadyDecided: It does not need reconciliation.
+        """
+        ctx = self._context(context, via)
+        to_status = _S.EXECUTED if outcome == "executed" else _S.FAILED
+        with self.repository.write() as tx:
+            now = self._now()
+            current = self._load(tx, proposal_id)
+            changed = tx.update_proposal(
+                proposal_id,
+                expect_status=_S.NEEDS_RECONCILIATION,
+                values={"status": to_status, "updated_at": now},
+            )
+            if changed != 1:
+                raise self._state_error(tx, current, "reconciled")
+            tx.update_execution(
+                proposal_id, expect_state="needs_reconciliation", state=to_status.value,
+                finished_at=now, reason=reason,
+            )  # fmt: skip
+            tx.append_audit(
+                at=now, actor=approver_id, action="reconcile", subject=proposal_id,
+                payload={"outcome": outcome, "reason": reason, "context": ctx.model_dump()},
+            )  # fmt: skip
+            found = tx.execution(proposal_id)
+        assert found is not None
+        return found

@@ -1,0 +1,186 @@
+"""Change feed, audit verification and retention."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+from supervisor.canonical import canonical_json
+from supervisor.ledger.audit import verify_chain
+from supervisor.ledger.base import LedgerBase
+from supervisor.ledger.models import (
+    TERMINAL_STATUSES,
+    AuditRecord,
+    AuditReport,
+    PurgeReport,
+)
+from supervisor.store.notify import ChangeProbe
+
+FALLBACK_POLL_S = 1.0
+"""Re-read the feed at least this often even without a wake-up (lost NOTIFY, odd filesystems)."""
+
+
+class FeedMixin(LedgerBase):
+    """Readers follow the audit seq; writers wake them (data_version or NOTIFY)."""
+
+    _probe: ChangeProbe | None = None
+    _probe_lock: threading.Lock | None = None
+
+    def events_since(self, cursor: int = 0, limit: int = 500) -> list[AuditRecord]:
+        """Audit records after ``cursor`` (an audit seq), oldest first.
+
+        Args:
+            cursor: The last seq the reader has seen (0 for the beginning).
+            limit: The most records to return.
+
+        Returns:
+            Up to ``limit`` records; the last one's ``seq`` is the next cursor.
+        """
+        with self.repository.read() as tx:
+            return tx.audit_after(cursor, limit)
+
+    def head(self) -> int:
+        """The newest audit seq (0 for an empty ledger); a cursor that skips history."""
+        with self.repository.read() as tx:
+            return tx.audit_tip()
+
+    def _get_probe(self) -> tuple[ChangeProbe, threading.Lock]:
+        if self._probe_lock is None:
+            self._probe_lock = threading.Lock()
+        if self._probe is None:
+            self._probe = self.repository.change_probe()
+        return self._probe, self._probe_lock
+
+    def wait_for_change(self, cursor: int, timeout: float, limit: int = 500) -> list[AuditRecord]:
+        """Block until the ledger has records after ``cursor`` or ``timeout`` seconds pass.
+
+        SQLite polls ``PRAGMA data_version`` every 20 ms; PostgreSQL waits for a NOTIFY sent in
+        the committing transaction. Either way the feed is re-read at least every second.
+
+        Returns:
+            The new records (empty on timeout).
+
+        Raises:
+            LedgerUnavailable: The ledger cannot be reached.
+        """
+        deadline = time.monotonic() + max(timeout, 0.0)
+        probe, lock = self._get_probe()
+        while True:
+            records = self.events_since(cursor, limit)
+            remaining = deadline - time.monotonic()
+            if records or remaining <= 0:
+                return records
+            if not lock.acquire(timeout=remaining):
+                continue
+            try:
+                probe.wait(min(remaining, FALLBACK_POLL_S))
+            finally:
+                lock.release()
+
+    def close(self) -> None:
+        """Release the change-feed connection (the engine is the caller's)."""
+        if self._probe is not None:
+            self._probe.close()
+            self._probe = None
+
+    def _iter_audit(self, batch: int = 2000) -> Iterator[AuditRecord]:
+        seq = 0
+        while True:
+            with self.repository.read() as tx:
+                records = tx.audit_after(seq, batch)
+            if not records:
+                return
+            yield from records
+            seq = records[-1].seq
+
+    def verify(self) -> AuditReport:
+        """Recompute the audit hash chain from seq 1.
+
+        Returns:
+            ``ok`` and the count checked, or the first broken seq and why.
+        """
+        return verify_chain(self._iter_audit())
+
+    def purge(
+        self,
+        older_than_days: float,
+        archive_path: str | Path | None = None,
+        *,
+        actor: str = "retention",
+        batch: int = 500,
+    ) -> PurgeReport:
+        """Delete terminal proposals last changed more than ``older_than_days`` ago.
+
+        Pending, approved, executing and needs_reconciliation proposals are never purged. The
+        audit log is kept whole (the chain stays verifiable) and records each purge.
+
+        Args:
+            older_than_days: Age threshold in days.
+            archive_path: If given, each purged proposal (with its execution) is appended to
+                this JSON-lines file (mode 0600) before it is deleted.
+            actor: Recorded as the purge's actor.
+            batch: Proposals per transaction.
+
+        Returns:
+            How many proposals were purged and their ids.
+        """
+        cutoff = self._now() - timedelta(days=older_than_days)
+        purged: list[str] = []
+        statuses = sorted(TERMINAL_STATUSES)
+        while True:
+            with self.repository.write() as tx:
+                victims = tx.proposals_terminal_before(statuses, cutoff, batch)
+                if not victims:
+                    break
+                ids = [proposal.proposal_id for proposal in victims]
+                if archive_path is not None:
+                    lines = []
+                    for proposal in victims:
+                        execution = tx.execution(proposal.proposal_id)
+                        lines.append(
+                            canonical_json(
+                                {
+                                    "proposal": json.loads(proposal.model_dump_json()),
+                                    "execution": json.loads(execution.model_dump_json())
+                                    if execution
+                                    else None,
+                                }
+                            )
+                        )
+                    _append_private(Path(archive_path), lines)
+                tx.delete_proposals(ids)
+                tx.append_audit(
+                    at=self._now(),
+                    actor=actor,
+                    action="purge",
+                    subject="retention",
+                    payload={
+                        "proposal_ids": ids,
+                        "older_than_days": older_than_days,
+                        "archive": str(archive_path) if archive_path else None,
+                    },
+                )
+                purged.extend(ids)
+            if len(victims) < batch:
+                break
+        return PurgeReport(
+            purged=len(purged),
+            proposal_ids=tuple(purged),
+            archive_path=str(archive_path) if archive_path else None,
+        )
+
+
+def _append_private(path: Path, lines: list[str]) -> None:
+    """Append lines to a 0600 file and fsync before the rows are deleted."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, "".join(line + "\n" for line in lines).encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,167 @@
+"""Thin ledger services for checkpoints, traces, blobs, the tool registry, agents, processes."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from supervisor.canonical import normalise, sha256_hex
+from supervisor.ledger.base import LedgerBase
+from supervisor.ledger.errors import BlobCorrupted
+from supervisor.ledger.models import (
+    AgentRecord,
+    Blob,
+    Checkpoint,
+    ProcessRecord,
+    ToolRecord,
+    TraceEvent,
+)
+
+CHECKPOINT_SCHEMA_VERSION = 1
+PREVIEW_CHARS = 500
+
+
+class RecordsServiceMixin(LedgerBase):
+    """Persistence the runtime and the TUI share besides approvals."""
+
+    def save_checkpoint(
+        self,
+        agent_id: str,
+        thread_id: str,
+        messages: Sequence[Any],
+        pending_tool_calls: Sequence[Any] = (),
+        *,
+        schema_version: int = CHECKPOINT_SCHEMA_VERSION,
+    ) -> Checkpoint:
+        """Store an agent's resumable state as JSON.
+
+        Raises:
+            CanonicalJSONError: The state is not JSON data.
+        """
+        checkpoint = Checkpoint(
+            checkpoint_id=uuid.uuid4().hex,
+            agent_id=agent_id,
+            thread_id=thread_id,
+            messages=normalise(list(messages)),
+            pending_tool_calls=normalise(list(pending_tool_calls)),
+            schema_version=schema_version,
+            created_at=self._now(),
+        )
+        with self.repository.write(audited=False) as tx:
+            tx.insert_checkpoint(checkpoint)
+        return checkpoint
+
+    def load_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
+        """A checkpoint by id, or ``None``."""
+        with self.repository.read() as tx:
+            return tx.checkpoint(checkpoint_id)
+
+    def latest_checkpoint(self, agent_id: str, thread_id: str) -> Checkpoint | None:
+        """The newest checkpoint of an agent's thread, or ``None``."""
+        with self.repository.read() as tx:
+            return tx.latest_checkpoint(agent_id, thread_id)
+
+    def append_trace(self, events: Iterable[TraceEvent]) -> int:
+        """Append trace events in one transaction; returns how many were written."""
+        batch = list(events)
+        with self.repository.write(audited=False) as tx:
+            tx.insert_trace_events(batch)
+        return len(batch)
+
+    def trace_events(
+        self,
+        *,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+        kind: str | None = None,
+        after_id: int = 0,
+        limit: int = 500,
+    ) -> list[TraceEvent]:
+        """Trace events after ``after_id`` (ascending id) matching every given filter."""
+        with self.repository.read() as tx:
+            return tx.trace_events(
+                agent_id=agent_id, thread_id=thread_id, run_id=run_id, kind=kind,
+                after_id=after_id, limit=limit,
+            )  # fmt: skip
+
+    def put_blob(self, content: bytes, media_type: str = "application/octet-stream") -> Blob:
+        """Store ``content`` once under its SHA-256 digest (a repeat put is a no-op).
+
+        Returns:
+            The blob's metadata (without content).
+        """
+        digest = sha256_hex(content)
+        preview = content[: PREVIEW_CHARS * 4].decode("utf-8", errors="replace")[:PREVIEW_CHARS]
+        blob = Blob(sha256=digest, size=len(content), media_type=media_type, preview=preview)
+        with self.repository.write() as tx:
+            if tx.blob_row(digest) is None:
+                tx.insert_blob(blob.model_copy(update={"content": content}), self._now())
+        return blob
+
+    def get_blob(self, digest: str) -> Blob | None:
+        """A blob with its content, after checking the content still hashes to ``digest``.
+
+        Raises:
+            BlobCorrupted: The stored content no longer matches the digest.
+        """
+        with self.repository.read() as tx:
+            row = tx.blob_row(digest)
+            if row is None:
+                return None
+            content = row.content or b""
+            actual = sha256_hex(content)
+            if actual != digest:
+                raise BlobCorrupted(digest, actual=actual)
+            return Blob(
+                sha256=row.sha256, size=row.size, media_type=row.media_type,
+                preview=row.preview, content=content,
+            )  # fmt: skip
+
+    def upsert_tool(self, tool: ToolRecord) -> ToolRecord:
+        """Register or update a tool by its stable handle."""
+        with self.repository.write() as tx:
+            tx.upsert_tool(tool, self._now())
+        return tool
+
+    def get_tool(self, handle: str) -> ToolRecord | None:
+        """A registered tool by handle, or ``None``."""
+        with self.repository.read() as tx:
+            return tx.tool(handle)
+
+    def list_tools(self, agent_id: str | None = None) -> list[ToolRecord]:
+        """Registered tools, optionally of one agent."""
+        with self.repository.read() as tx:
+            return tx.tools(agent_id)
+
+    def save_agent(self, agent_id: str, name: str, config: dict[str, Any]) -> AgentRecord:
+        """Save an agent's configuration (JSON only)."""
+        now = self._now()
+        normalised: dict[str, Any] = normalise(config)
+        with self.repository.write() as tx:
+            tx.save_agent(agent_id, name, normalised, now)
+        return AgentRecord(agent_id=agent_id, name=name, config=normalised, updated_at=now)
+
+    def load_agent(self, agent_id: str) -> AgentRecord | None:
+        """An agent's saved configuration, or ``None``."""
+        with self.repository.read() as tx:
+            return tx.agent(agent_id)
+
+    def upsert_process(self, process: ProcessRecord) -> ProcessRecord:
+        """Record a supervised process (insert or replace by id)."""
+        with self.repository.write() as tx:
+            tx.upsert_process(process)
+        return process
+
+    def heartbeat(
+        self, process_id: str, *, status: str | None = None, exit_code: int | None = None
+    ) -> ProcessRecord | None:
+        """Refresh a process's heartbeat (optionally its status and exit code)."""
+        with self.repository.write() as tx:
+            return tx.touch_process(process_id, self._now(), status, exit_code)
+
+    def list_processes(self, status: str | None = None) -> list[ProcessRecord]:
+        """Supervised processes, newest first."""
+        with self.repository.read() as tx:
+            return tx.processes(status)

@@ -1,0 +1,487 @@
+"""The approval ledger: durable proposals and the decisions on them (DESIGN §4).
+
+Every transition is one conditional UPDATE checked by its rowcount, in the same transaction as
+its audit record; writers are serialised across processes and hosts by the repository, so two
+approvers or two resumers racing for one proposal produce exactly one winner and one precise
+error naming the winner and the time.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from supervisor.canonical import args_hash as compute_args_hash
+from supervisor.canonical import normalise
+from supervisor.errors import CanonicalJSONError
+from supervisor.ledger.base import LedgerBase
+from supervisor.ledger.errors import ApprovalExpired, LedgerError
+from supervisor.ledger.execution import ExecutionMixin
+from supervisor.ledger.feed import FeedMixin
+from supervisor.ledger.models import (
+    ApproverContext,
+    Proposal,
+    ProposalPage,
+    ProposalStatus,
+    Via,
+)
+from supervisor.ledger.policy import diff_arguments
+from supervisor.ledger.records import RecordsServiceMixin
+
+_S = ProposalStatus
+
+
+def _validated_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(arguments, Mapping):
+        raise CanonicalJSONError(
+            "Tool arguments must be a JSON object.", hint="Pass a dict of argument names."
+        )
+    validated: dict[str, Any] = normalise(dict(arguments))
+    return validated
+
+
+def encode_cursor(created_at: datetime, proposal_id: str) -> str:
+    """An opaque keyset cursor for (created_at, id)."""
+    raw = json.dumps([created_at.isoformat(), proposal_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """Inverse of :func:`encode_cursor`.
+
+    Raises:
+        ValueError: ``cursor`` was not produced by :func:`encode_cursor`.
+    """
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        created, proposal_id = json.loads(base64.urlsafe_b64decode(padded))
+        return datetime.fromisoformat(created), str(proposal_id)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"Not a proposal list cursor: {cursor!r}") from error
+
+
+class ApprovalLedger(ExecutionMixin, FeedMixin, RecordsServiceMixin, LedgerBase):
+    """Durable approvals shared by every process that opens the same ledger.
+
+    Args:
+        engine_or_repository: An engine (its schema is brought current) or a repository.
+        clock: Where time comes from; inject a ``ManualClock`` in tests.
+        policy: Optional self-approval and per-domain allowlist rules.
+        default_ttl_seconds: Expiry of proposals proposed without an explicit TTL.
+    """
+
+    def propose(
+        self,
+        tool_name: str,
+        tool_schema_hash: str,
+        arguments: Mapping[str, Any],
+        *,
+        execution_target: Mapping[str, Any] | None = None,
+        policy_reason: str = "",
+        owner: str = "",
+        user: str | None = None,
+        thread_id: str | None = None,
+        checkpoint_id: str | None = None,
+        domains: Iterable[str] = (),
+        ttl_seconds: float | None = None,
+        risk: str | None = None,
+    ) -> Proposal:
+        """Record an exact tool call awaiting a decision.
+
+        Args:
+            tool_name: The governed tool's name.
+            tool_schema_hash: Hash of the tool's schema (its contract).
+            arguments: Arguments after schema validation (JSON data).
+            execution_target: Where the call will run (sandbox, browser target, MCP server).
+            policy_reason: Why policy requires approval (shown to the approver).
+            owner: The requesting agent id.
+            user: The end user on whose behalf the agent acts.
+            thread_id: The agent thread.
+            checkpoint_id: The checkpoint to resume from once decided.
+            domains: Policy domains of the tool (for allowlists and filters).
+            ttl_seconds: Seconds until expiry; defaults to the ledger's default TTL.
+            risk: A free-form risk label.
+
+        Returns:
+            The new pending proposal, with canonical arguments and their hash.
+
+        Raises:
+            CanonicalJSONError: Arguments or target are not JSON data (NaN, Infinity, objects).
+            ValueError: ``ttl_seconds`` is not positive.
+        """
+        validated = _validated_arguments(arguments)
+        target: dict[str, Any] = normalise(dict(execution_target or {}))
+        ttl = self.default_ttl_seconds if ttl_seconds is None else ttl_seconds
+        if ttl <= 0:
+            raise ValueError("ttl_seconds must be positive.")
+        now = self._now()
+        proposal = Proposal(
+            proposal_id=uuid.uuid4().hex,
+            tool_name=tool_name,
+            tool_schema_hash=tool_schema_hash,
+            arguments=validated,
+            args_hash=compute_args_hash(tool_name, tool_schema_hash, validated, target),
+            execution_target=target,
+            policy_reason=policy_reason,
+            owner=owner,
+            user=user,
+            thread_id=thread_id,
+            checkpoint_id=checkpoint_id,
+            domains=tuple(dict.fromkeys(domains)),
+            risk=risk,
+            status=_S.PENDING,
+            created_at=now,
+            updated_at=now,
+            expires_at=now + timedelta(seconds=ttl),
+        )
+        with self.repository.write() as tx:
+            tx.insert_proposal(proposal)
+            self._audit_proposed(tx, proposal, now)
+        return proposal
+
+    def _audit_proposed(self, tx: Any, proposal: Proposal, now: datetime) -> None:
+        tx.append_audit(
+            at=now,
+            actor=proposal.owner or "agent",
+            action="propose",
+            subject=proposal.proposal_id,
+            payload={
+                "tool": proposal.tool_name,
+                "schema_hash": proposal.tool_schema_hash,
+                "args_hash": proposal.args_hash,
+                "target": proposal.execution_target,
+                "owner": proposal.owner,
+                "user": proposal.user,
+                "thread_id": proposal.thread_id,
+                "expires_at": proposal.expires_at.isoformat(),
+                "supersedes_id": proposal.supersedes_id,
+            },
+        )
+
+    def get(self, proposal_id: str) -> Proposal:
+        """Return one proposal.
+
+        Raises:
+            ProposalNotFound: No proposal has that id.
+        """
+        with self.repository.read() as tx:
+            return self._load(tx, proposal_id)
+
+    def list(
+        self,
+        *,
+        status: ProposalStatus | str | Sequence[ProposalStatus | str] | None = None,
+        owner: str | None = None,
+        thread_id: str | None = None,
+        tool_name: str | None = None,
+        domain: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        newest_first: bool = False,
+    ) -> ProposalPage:
+        """One page of proposals in stable (created_at, id) order.
+
+        Args:
+            status: One status or several.
+            owner: Requesting agent id.
+            thread_id: Agent thread.
+            tool_name: Tool name.
+            domain: Policy domain.
+            limit: Page size (1-1000).
+            cursor: ``next_cursor`` of the previous page.
+            newest_first: Descending order instead of ascending.
+
+        Returns:
+            The page and the cursor of the next one (``None`` on the last page).
+        """
+        if status is None:
+            statuses: list[ProposalStatus] = []
+        elif isinstance(status, str):
+            statuses = [ProposalStatus(status)]
+        else:
+            statuses = [ProposalStatus(item) for item in status]
+        size = max(1, min(limit, 1000))
+        with self.repository.read() as tx:
+            rows = tx.list_proposals(
+                statuses=statuses, owner=owner, thread_id=thread_id, tool_name=tool_name,
+                domain=domain, after=decode_cursor(cursor) if cursor else None,
+                newest_first=newest_first, limit=size + 1,
+            )  # fmt: skip
+        items = rows[:size]
+        next_cursor = None
+        if len(rows) > size:
+            next_cursor = encode_cursor(items[-1].created_at, items[-1].proposal_id)
+        return ProposalPage(items=tuple(items), next_cursor=next_cursor)
+
+    def _decide(
+        self,
+        proposal_id: str,
+        *,
+        action: str,
+        wanted: str,
+        from_status: ProposalStatus,
+        to_status: ProposalStatus,
+        approver_id: str,
+        reason: str | None,
+        context: ApproverContext | None,
+        via: Via | None,
+        grants: bool,
+    ) -> Proposal:
+        ctx = self._context(context, via)
+        expired_error: LedgerError | None = None
+        with self.repository.write() as tx:
+            now = self._now()
+            current = self._load(tx, proposal_id)
+            if current.status is not from_status:
+                raise self._state_error(tx, current, wanted)
+            if grants:
+                self.policy.check_grant(current, approver_id, approving=action == "approve")
+            if current.expires_at <= now and to_status is not _S.CANCELLED:
+                self._expire_in_tx(tx, current, now)
+                expired_error = ApprovalExpired(proposal_id, expires_at=current.expires_at)
+            else:
+                changed = tx.update_proposal(
+                    proposal_id,
+                    expect_status=from_status,
+                    values={
+                        "status": to_status, "decided_at": now, "updated_at": now,
+                        "approver_id": approver_id, "approver_context": ctx,
+                        "decision_reason": reason,
+                    },
+                )  # fmt: skip
+                if changed != 1:
+                    raise self._state_error(tx, self._load(tx, proposal_id), wanted)
+                tx.append_audit(
+                    at=now, actor=approver_id, action=action, subject=proposal_id,
+                    payload=self._decision_payload(
+                        current, to_status=to_status, approver_id=approver_id,
+                        reason=reason, context=ctx,
+                    ),
+                )  # fmt: skip
+                updated = self._load(tx, proposal_id)
+        if expired_error is not None:
+            raise expired_error
+        return updated
+
+    def approve(
+        self,
+        proposal_id: str,
+        approver_id: str,
+        reason: str | None = None,
+        *,
+        context: ApproverContext | None = None,
+        via: Via | None = None,
+    ) -> Proposal:
+        """Approve a pending proposal (pending -> approved).
+
+        Args:
+            proposal_id: The proposal.
+            approver_id: Who decides, as established by trusted host code.
+            reason: Why (recorded and audited).
+            context: What the ledger can see of the approver; captured from this process if
+                omitted.
+            via: The channel (sdk, tui, cli); overrides ``context.via``.
+
+        Returns:
+            The approved proposal.
+
+        Raises:
+            ProposalNotFound: No such proposal.
+            ApprovalAlreadyDecided: It was already decided; names by whom and when.
+            ApprovalExpired: Its expiry passed (it is marked expired).
+            SelfApprovalForbidden: Policy forbids the requester approving.
+            ApproverNotAllowed: The approver is not allowlisted for one of its domains.
+        """
+        return self._decide(
+            proposal_id, action="approve", wanted="approved", from_status=_S.PENDING,
+            to_status=_S.APPROVED, approver_id=approver_id, reason=reason, context=context,
+            via=via, grants=True,
+        )  # fmt: skip
+
+    def reject(
+        self,
+        proposal_id: str,
+        approver_id: str,
+        reason: str | None = None,
+        *,
+        context: ApproverContext | None = None,
+        via: Via | None = None,
+    ) -> Proposal:
+        """Reject a pending proposal (pending -> rejected). Raises as :meth:`approve`."""
+        return self._decide(
+            proposal_id, action="reject", wanted="rejected", from_status=_S.PENDING,
+            to_status=_S.REJECTED, approver_id=approver_id, reason=reason, context=context,
+            via=via, grants=False,
+        )  # fmt: skip
+
+    def cancel(
+        self,
+        proposal_id: str,
+        approver_id: str,
+        reason: str | None = None,
+        *,
+        context: ApproverContext | None = None,
+        via: Via | None = None,
+    ) -> Proposal:
+        """Withdraw a pending proposal (pending -> cancelled). Raises as :meth:`approve`."""
+        return self._decide(
+            proposal_id, action="cancel", wanted="cancelled", from_status=_S.PENDING,
+            to_status=_S.CANCELLED, approver_id=approver_id, reason=reason, context=context,
+            via=via, grants=False,
+        )  # fmt: skip
+
+    def revoke(
+        self,
+        proposal_id: str,
+        approver_id: str,
+        reason: str | None = None,
+        *,
+        context: ApproverContext | None = None,
+        via: Via | None = None,
+    ) -> Proposal:
+        """Take back an approval before it is claimed (approved -> cancelled).
+
+        Raises:
+            NotApproved: The proposal is still pending (use :meth:`cancel`).
+            ApprovalAlreadyDecided: It was already claimed or decided otherwise.
+        """
+        return self._decide(
+            proposal_id, action="revoke", wanted="revoked", from_status=_S.APPROVED,
+            to_status=_S.CANCELLED, approver_id=approver_id, reason=reason, context=context,
+            via=via, grants=False,
+        )  # fmt: skip
+
+    def edit(
+        self,
+        proposal_id: str,
+        new_arguments: Mapping[str, Any],
+        approver_id: str,
+        reason: str | None = None,
+        *,
+        context: ApproverContext | None = None,
+        via: Via | None = None,
+        ttl_seconds: float | None = None,
+    ) -> Proposal:
+        """Supersede a pending proposal with a new pending one carrying different arguments.
+
+        The old proposal becomes ``superseded`` (``superseded_by_id`` set), the new one links
+        back with ``supersedes_id``; the audit record holds the argument diff.
+
+        Returns:
+            The new pending proposal (it needs its own approval).
+
+        Raises:
+            ProposalNotFound, ApprovalAlreadyDecided, ApprovalExpired, ApproverNotAllowed,
+            CanonicalJSONError: As for :meth:`approve`, or the new arguments are not JSON.
+        """
+        validated = _validated_arguments(new_arguments)
+        ctx = self._context(context, via)
+        ttl = self.default_ttl_seconds if ttl_seconds is None else ttl_seconds
+        expired_error: LedgerError | None = None
+        with self.repository.write() as tx:
+            now = self._now()
+            old = self._load(tx, proposal_id)
+            if old.status is not _S.PENDING:
+                raise self._state_error(tx, old, "edited")
+            self.policy.check_grant(old, approver_id, approving=False)
+            if old.expires_at <= now:
+                self._expire_in_tx(tx, old, now)
+                expired_error = ApprovalExpired(proposal_id, expires_at=old.expires_at)
+            else:
+                new = old.model_copy(
+                    update={
+                        "proposal_id": uuid.uuid4().hex,
+                        "arguments": validated,
+                        "args_hash": compute_args_hash(
+                            old.tool_name, old.tool_schema_hash, validated, old.execution_target
+                        ),
+                        "created_at": now, "updated_at": now,
+                        "expires_at": now + timedelta(seconds=ttl),
+                        "supersedes_id": old.proposal_id,
+                    }
+                )  # fmt: skip
+                changed = tx.update_proposal(
+                    proposal_id,
+                    expect_status=_S.PENDING,
+                    values={
+                        "status": _S.SUPERSEDED, "decided_at": now, "updated_at": now,
+                        "approver_id": approver_id, "approver_context": ctx,
+                        "decision_reason": reason, "superseded_by_id": new.proposal_id,
+                    },
+                )  # fmt: skip
+                if changed != 1:
+                    raise self._state_error(tx, self._load(tx, proposal_id), "edited")
+                tx.insert_proposal(new)
+                payload = self._decision_payload(
+                    old, to_status=_S.SUPERSEDED, approver_id=approver_id, reason=reason,
+                    context=ctx,
+                )  # fmt: skip
+                payload.update(
+                    superseded_by_id=new.proposal_id,
+                    new_args_hash=new.args_hash,
+                    diff=diff_arguments(old.arguments, validated),
+                )
+                tx.append_audit(
+                    at=now, actor=approver_id, action="edit", subject=proposal_id, payload=payload
+                )
+                self._audit_proposed(tx, new, now)
+        if expired_error is not None:
+            raise expired_error
+        return new
+
+    def extend(
+        self,
+        proposal_id: str,
+        seconds: float,
+        approver_id: str,
+        reason: str | None = None,
+        *,
+        context: ApproverContext | None = None,
+        via: Via | None = None,
+    ) -> Proposal:
+        """Push back the expiry of a pending or approved proposal by ``seconds`` (audited).
+
+        Raises:
+            ValueError: ``seconds`` is not positive.
+            ProposalNotFound, ApprovalAlreadyDecided, ApproverNotAllowed: As for :meth:`approve`.
+            ApprovalExpired: It already expired; an expired proposal is never revived.
+        """
+        if seconds <= 0:
+            raise ValueError("seconds must be positive.")
+        ctx = self._context(context, via)
+        expired_error: LedgerError | None = None
+        with self.repository.write() as tx:
+            now = self._now()
+            current = self._load(tx, proposal_id)
+            if current.status not in (_S.PENDING, _S.APPROVED):
+                raise self._state_error(tx, current, "extended")
+            self.policy.check_grant(current, approver_id, approving=False)
+            if current.expires_at <= now:
+                self._expire_in_tx(tx, current, now)
+                expired_error = ApprovalExpired(proposal_id, expires_at=current.expires_at)
+            else:
+                new_expiry = current.expires_at + timedelta(seconds=seconds)
+                changed = tx.update_proposal(
+                    proposal_id,
+                    expect_status=current.status,
+                    expect_expires_at=current.expires_at,
+                    values={"expires_at": new_expiry, "updated_at": now},
+                )
+                if changed != 1:
+                    raise self._state_error(tx, self._load(tx, proposal_id), "extended")
+                tx.append_audit(
+                    at=now, actor=approver_id, action="extend", subject=proposal_id,
+                    payload={
+                        "old_expires_at": current.expires_at.isoformat(),
+                        "new_expires_at": new_expiry.isoformat(),
+                        "seconds": seconds, "reason": reason, "context": ctx.model_dump(),
+                    },
+                )  # fmt: skip
+                updated = self._load(tx, proposal_id)
+        if expired_error is not None:
+            raise expired_error
+        return updated

@@ -1,0 +1,100 @@
+"""Change probes: cheap ways to learn that another connection committed.
+
+SQLite: ``PRAGMA data_version`` on a dedicated connection changes whenever any other connection
+(in any process) commits; it is polled every 20 ms. PostgreSQL: ``LISTEN`` on a dedicated
+autocommit psycopg connection; writers ``NOTIFY`` in the same transaction as the change. Callers
+re-read by cursor after every wake-up and also on a timer, so a lost notification only delays.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Protocol
+
+import psycopg
+from sqlalchemy.engine import Engine
+
+CHANNEL = "supervisor_ledger"
+SQLITE_POLL_S = 0.02
+
+
+class ChangeProbe(Protocol):
+    """Blocks until another connection may have committed, or a timeout passes."""
+
+    def wait(self, timeout: float) -> bool:
+        """Return ``True`` if something may have changed since the previous call."""
+        ...
+
+    def close(self) -> None:
+        """Release the dedicated connection."""
+        ...
+
+
+class SqliteDataVersionProbe:
+    """Polls ``PRAGMA data_version`` on one connection held for the probe's lifetime."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._connection: Any = engine.raw_connection()
+        self._lock = threading.Lock()
+        self._last = self._version()
+
+    def _version(self) -> int:
+        cursor = self._connection.cursor()
+        try:
+            cursor.execute("PRAGMA data_version")
+            return int(cursor.fetchone()[0])
+        finally:
+            cursor.close()
+
+    def wait(self, timeout: float) -> bool:
+        """Poll until the data version moves or ``timeout`` seconds pass."""
+        deadline = time.monotonic() + max(timeout, 0.0)
+        with self._lock:
+            while True:
+                current = self._version()
+                if current != self._last:
+                    self._last = current
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                time.sleep(min(SQLITE_POLL_S, remaining))
+
+    def close(self) -> None:
+        """Return the connection to the pool."""
+        self._connection.close()
+
+
+class PostgresListenProbe:
+    """``LISTEN`` on a dedicated autocommit connection."""
+
+    def __init__(self, engine: Engine) -> None:
+        url = engine.url.set(drivername="postgresql")
+        self._connection = psycopg.connect(
+            url.render_as_string(hide_password=False), autocommit=True
+        )
+        self._connection.execute(f"LISTEN {CHANNEL}")
+        self._lock = threading.Lock()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait for one notification or ``timeout`` seconds; drain any others queued."""
+        with self._lock:
+            woke = False
+            for _ in self._connection.notifies(timeout=max(timeout, 0.0), stop_after=1):
+                woke = True
+            if woke:
+                for _ in self._connection.notifies(timeout=0.0):
+                    pass
+            return woke
+
+    def close(self) -> None:
+        """Close the listening connection."""
+        self._connection.close()
+
+
+def open_probe(engine: Engine) -> ChangeProbe:
+    """The probe that suits ``engine``'s dialect."""
+    if engine.dialect.name == "postgresql":
+        return PostgresListenProbe(engine)
+    return SqliteDataVersionProbe(engine)
