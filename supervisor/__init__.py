@@ -24,11 +24,29 @@ _EXPORTS: dict[str, str] = {
     "infer_outcome": "supervisor.outcomes",
     "SupervisorError": "supervisor.errors",
     "canonical_json": "supervisor.canonical",
+    "MemAgentBuilder": "supervisor.runtime.builder",
+    "MemAgent": "supervisor.runtime.agent",
+    "RunResult": "supervisor.runtime.results",
+    "ApprovalResumeResult": "supervisor.runtime.results",
+    "ContextPolicy": "supervisor.policies",
+    "ToolResultPolicy": "supervisor.policies",
+    "SQLModelProvider": "supervisor.provider",
+    "Proposal": "supervisor.ledger.models",
+    "ProposalStatus": "supervisor.ledger.models",
+    "Toolbox": "supervisor.toolbox",
     "args_hash": "supervisor.canonical",
 }
 
 __all__ = [
+    "ApprovalResumeResult",
+    "ContextPolicy",
     "GovernedTool",
+    "MemAgent",
+    "MemAgentBuilder",
+    "Proposal",
+    "ProposalStatus",
+    "RunResult",
+    "SQLModelProvider",
     "SupervisorError",
     "ToolCallError",
     "ToolCallResult",
@@ -37,6 +55,8 @@ __all__ = [
     "ToolPolicy",
     "ToolRegistry",
     "ToolResult",
+    "ToolResultPolicy",
+    "Toolbox",
     "args_hash",
     "canonical_json",
     "governed_tool",
@@ -46,7 +66,14 @@ __all__ = [
 if TYPE_CHECKING:
     from supervisor.canonical import args_hash, canonical_json
     from supervisor.errors import SupervisorError
+    from supervisor.ledger.models import Proposal, ProposalStatus
     from supervisor.outcomes import ToolOutcome, ToolOutcomeStatus, ToolResult, infer_outcome
+    from supervisor.policies import ContextPolicy, ToolResultPolicy
+    from supervisor.provider import SQLModelProvider
+    from supervisor.runtime.agent import MemAgent
+    from supervisor.runtime.builder import MemAgentBuilder
+    from supervisor.runtime.results import ApprovalResumeResult, RunResult
+    from supervisor.toolbox import Toolbox
     from supervisor.tools.dispatch import ToolCallResult
     from supervisor.tools.errors import ToolCallError
     from supervisor.tools.governed import GovernedTool, governed_tool

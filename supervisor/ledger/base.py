@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from supervisor.canonical import normalise
+from supervisor.errors import CanonicalJSONError
 from supervisor.ledger.clock import Clock, SystemClock, as_utc
 from supervisor.ledger.errors import (
     ApprovalAlreadyDecided,
@@ -21,6 +24,20 @@ from supervisor.store.migrate import ensure_schema
 from supervisor.store.repository import LedgerTx, Repository
 
 DEFAULT_TTL_SECONDS = 24 * 3600.0
+
+
+def validated_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments as normalised JSON data.
+
+    Raises:
+        CanonicalJSONError: Not a JSON object of JSON data.
+    """
+    if not isinstance(arguments, Mapping):
+        raise CanonicalJSONError(
+            "Tool arguments must be a JSON object.", hint="Pass a dict of argument names."
+        )
+    validated: dict[str, Any] = normalise(dict(arguments))
+    return validated
 
 
 class LedgerBase:
@@ -134,3 +151,23 @@ class LedgerBase:
                 },
             )
         return changed == 1
+
+    @staticmethod
+    def _audit_proposed(tx: LedgerTx, proposal: Proposal, now: datetime) -> None:
+        tx.append_audit(
+            at=now,
+            actor=proposal.owner or "agent",
+            action="propose",
+            subject=proposal.proposal_id,
+            payload={
+                "tool": proposal.tool_name,
+                "schema_hash": proposal.tool_schema_hash,
+                "args_hash": proposal.args_hash,
+                "target": proposal.execution_target,
+                "owner": proposal.owner,
+                "user": proposal.user,
+                "thread_id": proposal.thread_id,
+                "expires_at": proposal.expires_at.isoformat(),
+                "supersedes_id": proposal.supersedes_id,
+            },
+        )

@@ -49,6 +49,11 @@ def _identity(executor: ExecutorIdentity | str | None) -> ExecutorIdentity:
 class ExecutionMixin(LedgerBase):
     """Claim / complete / fail / expire / recover."""
 
+    def execution(self, proposal_id: str) -> Execution | None:
+        """The execution record of a claimed proposal, or ``None`` if it was never claimed."""
+        with self.repository.read() as tx:
+            return tx.execution(proposal_id)
+
     def claim(
         self,
         proposal_id: str,

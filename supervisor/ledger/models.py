@@ -129,6 +129,7 @@ class Proposal(_Frozen):
     user: str | None = None
     thread_id: str | None = None
     checkpoint_id: str | None = None
+    call_id: str | None = None
     domains: tuple[str, ...] = ()
     risk: str | None = None
     status: ProposalStatus
@@ -219,6 +220,7 @@ class Checkpoint(_Frozen):
     thread_id: str
     messages: list[Any]
     pending_tool_calls: list[Any]
+    state: dict[str, Any] = Field(default_factory=dict)
     schema_version: int
     created_at: datetime
 

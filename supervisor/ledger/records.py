@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from supervisor.canonical import normalise, sha256_hex
@@ -32,19 +32,34 @@ class RecordsServiceMixin(LedgerBase):
         messages: Sequence[Any],
         pending_tool_calls: Sequence[Any] = (),
         *,
+        state: Mapping[str, Any] | None = None,
+        checkpoint_id: str | None = None,
         schema_version: int = CHECKPOINT_SCHEMA_VERSION,
     ) -> Checkpoint:
-        """Store an agent's resumable state as JSON.
+        """Store an agent's resumable state as JSON (checkpoints are immutable).
+
+        Args:
+            agent_id: The agent.
+            thread_id: The agent thread.
+            messages: Message history.
+            pending_tool_calls: Tool calls waiting for approval.
+            state: Runtime state (JSON object) needed to resume.
+            checkpoint_id: A pre-chosen id (so proposals can reference it); generated if omitted.
+            schema_version: Version of the checkpoint's layout.
+
+        Returns:
+            The stored checkpoint.
 
         Raises:
             CanonicalJSONError: The state is not JSON data.
         """
         checkpoint = Checkpoint(
-            checkpoint_id=uuid.uuid4().hex,
+            checkpoint_id=checkpoint_id or uuid.uuid4().hex,
             agent_id=agent_id,
             thread_id=thread_id,
             messages=normalise(list(messages)),
             pending_tool_calls=normalise(list(pending_tool_calls)),
+            state=normalise(dict(state or {})),
             schema_version=schema_version,
             created_at=self._now(),
         )

@@ -17,8 +17,8 @@ from typing import Any
 
 from supervisor.canonical import args_hash as compute_args_hash
 from supervisor.canonical import normalise
-from supervisor.errors import CanonicalJSONError
-from supervisor.ledger.base import LedgerBase
+from supervisor.ledger.amend import AmendMixin
+from supervisor.ledger.base import LedgerBase, validated_arguments
 from supervisor.ledger.errors import ApprovalExpired, LedgerError
 from supervisor.ledger.execution import ExecutionMixin
 from supervisor.ledger.feed import FeedMixin
@@ -29,19 +29,9 @@ from supervisor.ledger.models import (
     ProposalStatus,
     Via,
 )
-from supervisor.ledger.policy import diff_arguments
 from supervisor.ledger.records import RecordsServiceMixin
 
 _S = ProposalStatus
-
-
-def _validated_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    if not isinstance(arguments, Mapping):
-        raise CanonicalJSONError(
-            "Tool arguments must be a JSON object.", hint="Pass a dict of argument names."
-        )
-    validated: dict[str, Any] = normalise(dict(arguments))
-    return validated
 
 
 def encode_cursor(created_at: datetime, proposal_id: str) -> str:
@@ -64,7 +54,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         raise ValueError(f"Not a proposal list cursor: {cursor!r}") from error
 
 
-class ApprovalLedger(ExecutionMixin, FeedMixin, RecordsServiceMixin, LedgerBase):
+class ApprovalLedger(AmendMixin, ExecutionMixin, FeedMixin, RecordsServiceMixin, LedgerBase):
     """Durable approvals shared by every process that opens the same ledger.
 
     Args:
@@ -86,6 +76,7 @@ class ApprovalLedger(ExecutionMixin, FeedMixin, RecordsServiceMixin, LedgerBase)
         user: str | None = None,
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
+        call_id: str | None = None,
         domains: Iterable[str] = (),
         ttl_seconds: float | None = None,
         risk: str | None = None,
@@ -102,6 +93,7 @@ class ApprovalLedger(ExecutionMixin, FeedMixin, RecordsServiceMixin, LedgerBase)
             user: The end user on whose behalf the agent acts.
             thread_id: The agent thread.
             checkpoint_id: The checkpoint to resume from once decided.
+            call_id: The model's tool-call id this proposal answers.
             domains: Policy domains of the tool (for allowlists and filters).
             ttl_seconds: Seconds until expiry; defaults to the ledger's default TTL.
             risk: A free-form risk label.
@@ -113,7 +105,7 @@ class ApprovalLedger(ExecutionMixin, FeedMixin, RecordsServiceMixin, LedgerBase)
             CanonicalJSONError: Arguments or target are not JSON data (NaN, Infinity, objects).
             ValueError: ``ttl_seconds`` is not positive.
         """
-        validated = _validated_arguments(arguments)
+        validated = validated_arguments(arguments)
         target: dict[str, Any] = normalise(dict(execution_target or {}))
         ttl = self.default_ttl_seconds if ttl_seconds is None else ttl_seconds
         if ttl <= 0:
@@ -131,6 +123,7 @@ class ApprovalLedger(ExecutionMixin, FeedMixin, RecordsServiceMixin, LedgerBase)
             user=user,
             thread_id=thread_id,
             checkpoint_id=checkpoint_id,
+            call_id=call_id,
             domains=tuple(dict.fromkeys(domains)),
             risk=risk,
             status=_S.PENDING,
@@ -142,25 +135,6 @@ class ApprovalLedger(ExecutionMixin, FeedMixin, RecordsServiceMixin, LedgerBase)
             tx.insert_proposal(proposal)
             self._audit_proposed(tx, proposal, now)
         return proposal
-
-    def _audit_proposed(self, tx: Any, proposal: Proposal, now: datetime) -> None:
-        tx.append_audit(
-            at=now,
-            actor=proposal.owner or "agent",
-            action="propose",
-            subject=proposal.proposal_id,
-            payload={
-                "tool": proposal.tool_name,
-                "schema_hash": proposal.tool_schema_hash,
-                "args_hash": proposal.args_hash,
-                "target": proposal.execution_target,
-                "owner": proposal.owner,
-                "user": proposal.user,
-                "thread_id": proposal.thread_id,
-                "expires_at": proposal.expires_at.isoformat(),
-                "supersedes_id": proposal.supersedes_id,
-            },
-        )
 
     def get(self, proposal_id: str) -> Proposal:
         """Return one proposal.
@@ -354,134 +328,3 @@ class ApprovalLedger(ExecutionMixin, FeedMixin, RecordsServiceMixin, LedgerBase)
             to_status=_S.CANCELLED, approver_id=approver_id, reason=reason, context=context,
             via=via, grants=False,
         )  # fmt: skip
-
-    def edit(
-        self,
-        proposal_id: str,
-        new_arguments: Mapping[str, Any],
-        approver_id: str,
-        reason: str | None = None,
-        *,
-        context: ApproverContext | None = None,
-        via: Via | None = None,
-        ttl_seconds: float | None = None,
-    ) -> Proposal:
-        """Supersede a pending proposal with a new pending one carrying different arguments.
-
-        The old proposal becomes ``superseded`` (``superseded_by_id`` set), the new one links
-        back with ``supersedes_id``; the audit record holds the argument diff.
-
-        Returns:
-            The new pending proposal (it needs its own approval).
-
-        Raises:
-            ProposalNotFound, ApprovalAlreadyDecided, ApprovalExpired, ApproverNotAllowed,
-            CanonicalJSONError: As for :meth:`approve`, or the new arguments are not JSON.
-        """
-        validated = _validated_arguments(new_arguments)
-        ctx = self._context(context, via)
-        ttl = self.default_ttl_seconds if ttl_seconds is None else ttl_seconds
-        expired_error: LedgerError | None = None
-        with self.repository.write() as tx:
-            now = self._now()
-            old = self._load(tx, proposal_id)
-            if old.status is not _S.PENDING:
-                raise self._state_error(tx, old, "edited")
-            self.policy.check_grant(old, approver_id, approving=False)
-            if old.expires_at <= now:
-                self._expire_in_tx(tx, old, now)
-                expired_error = ApprovalExpired(proposal_id, expires_at=old.expires_at)
-            else:
-                new = old.model_copy(
-                    update={
-                        "proposal_id": uuid.uuid4().hex,
-                        "arguments": validated,
-                        "args_hash": compute_args_hash(
-                            old.tool_name, old.tool_schema_hash, validated, old.execution_target
-                        ),
-                        "created_at": now, "updated_at": now,
-                        "expires_at": now + timedelta(seconds=ttl),
-                        "supersedes_id": old.proposal_id,
-                    }
-                )  # fmt: skip
-                changed = tx.update_proposal(
-                    proposal_id,
-                    expect_status=_S.PENDING,
-                    values={
-                        "status": _S.SUPERSEDED, "decided_at": now, "updated_at": now,
-                        "approver_id": approver_id, "approver_context": ctx,
-                        "decision_reason": reason, "superseded_by_id": new.proposal_id,
-                    },
-                )  # fmt: skip
-                if changed != 1:
-                    raise self._state_error(tx, self._load(tx, proposal_id), "edited")
-                tx.insert_proposal(new)
-                payload = self._decision_payload(
-                    old, to_status=_S.SUPERSEDED, approver_id=approver_id, reason=reason,
-                    context=ctx,
-                )  # fmt: skip
-                payload.update(
-                    superseded_by_id=new.proposal_id,
-                    new_args_hash=new.args_hash,
-                    diff=diff_arguments(old.arguments, validated),
-                )
-                tx.append_audit(
-                    at=now, actor=approver_id, action="edit", subject=proposal_id, payload=payload
-                )
-                self._audit_proposed(tx, new, now)
-        if expired_error is not None:
-            raise expired_error
-        return new
-
-    def extend(
-        self,
-        proposal_id: str,
-        seconds: float,
-        approver_id: str,
-        reason: str | None = None,
-        *,
-        context: ApproverContext | None = None,
-        via: Via | None = None,
-    ) -> Proposal:
-        """Push back the expiry of a pending or approved proposal by ``seconds`` (audited).
-
-        Raises:
-            ValueError: ``seconds`` is not positive.
-            ProposalNotFound, ApprovalAlreadyDecided, ApproverNotAllowed: As for :meth:`approve`.
-            ApprovalExpired: It already expired; an expired proposal is never revived.
-        """
-        if seconds <= 0:
-            raise ValueError("seconds must be positive.")
-        ctx = self._context(context, via)
-        expired_error: LedgerError | None = None
-        with self.repository.write() as tx:
-            now = self._now()
-            current = self._load(tx, proposal_id)
-            if current.status not in (_S.PENDING, _S.APPROVED):
-                raise self._state_error(tx, current, "extended")
-            self.policy.check_grant(current, approver_id, approving=False)
-            if current.expires_at <= now:
-                self._expire_in_tx(tx, current, now)
-                expired_error = ApprovalExpired(proposal_id, expires_at=current.expires_at)
-            else:
-                new_expiry = current.expires_at + timedelta(seconds=seconds)
-                changed = tx.update_proposal(
-                    proposal_id,
-                    expect_status=current.status,
-                    expect_expires_at=current.expires_at,
-                    values={"expires_at": new_expiry, "updated_at": now},
-                )
-                if changed != 1:
-                    raise self._state_error(tx, self._load(tx, proposal_id), "extended")
-                tx.append_audit(
-                    at=now, actor=approver_id, action="extend", subject=proposal_id,
-                    payload={
-                        "old_expires_at": current.expires_at.isoformat(),
-                        "new_expires_at": new_expiry.isoformat(),
-                        "seconds": seconds, "reason": reason, "context": ctx.model_dump(),
-                    },
-                )  # fmt: skip
-                updated = self._load(tx, proposal_id)
-        if expired_error is not None:
-            raise expired_error
-        return updated

@@ -50,6 +50,7 @@ def proposal_from_row(row: ProposalRow) -> Proposal:
         user=row.user_id,
         thread_id=row.thread_id,
         checkpoint_id=row.checkpoint_id,
+        call_id=row.call_id,
         domains=tuple(loads(row.domains_json, [])),
         risk=row.risk,
         status=ProposalStatus(row.status),
@@ -79,6 +80,7 @@ def proposal_to_row(proposal: Proposal) -> ProposalRow:
         user_id=proposal.user,
         thread_id=proposal.thread_id,
         checkpoint_id=proposal.checkpoint_id,
+        call_id=proposal.call_id,
         domains_json=canonical_json(list(proposal.domains)),
         risk=proposal.risk,
         status=proposal.status.value,
@@ -130,6 +132,7 @@ def checkpoint_from_row(row: CheckpointRow) -> Checkpoint:
         thread_id=row.thread_id,
         messages=loads(row.messages_json, []),
         pending_tool_calls=loads(row.pending_tool_calls_json, []),
+        state=loads(row.state_json, {}),
         schema_version=row.schema_version,
         created_at=row.created_at,
     )

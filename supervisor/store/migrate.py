@@ -11,8 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
 from sqlalchemy.engine import Connection, Engine
 
 from supervisor.ledger.errors import LedgerSchemaTooNew
@@ -24,11 +22,15 @@ MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 MIGRATION_LOCK_KEY = 0x5355_5056_4D49_4731  # "SUPVMIG1"
 
 
-def _alembic_config(connection: Connection) -> Config:
+def _upgrade_to_head(connection: Connection) -> None:
+    # Alembic is imported only when a ledger actually needs migrating (it is slow to import).
+    from alembic import command
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.attributes["connection"] = connection
-    return config
+    command.upgrade(config, "head")
 
 
 def stored_schema_version(connection: Connection) -> int | None:
@@ -81,6 +83,6 @@ def ensure_schema(engine: Engine) -> int:
                 found = stored_schema_version(connection)
                 _check_not_too_new(found, engine)
                 if found != SCHEMA_VERSION:
-                    command.upgrade(_alembic_config(connection), "head")
+                    _upgrade_to_head(connection)
                 found = stored_schema_version(connection)
         return found if found is not None else SCHEMA_VERSION

@@ -12,7 +12,6 @@ import threading
 import time
 from typing import Any, Protocol
 
-import psycopg
 from sqlalchemy.engine import Engine
 
 CHANNEL = "supervisor_ledger"
@@ -70,6 +69,8 @@ class PostgresListenProbe:
     """``LISTEN`` on a dedicated autocommit connection."""
 
     def __init__(self, engine: Engine) -> None:
+        import psycopg  # only PostgreSQL ledgers pay for the import
+
         url = engine.url.set(drivername="postgresql")
         self._connection = psycopg.connect(
             url.render_as_string(hide_password=False), autocommit=True

@@ -53,6 +53,7 @@ class RecordsMixin:
                 thread_id=checkpoint.thread_id,
                 messages_json=canonical_json(checkpoint.messages),
                 pending_tool_calls_json=canonical_json(checkpoint.pending_tool_calls),
+                state_json=canonical_json(checkpoint.state),
                 schema_version=checkpoint.schema_version,
                 created_at=checkpoint.created_at,
             )

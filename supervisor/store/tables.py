@@ -68,6 +68,7 @@ class ProposalRow(SQLModel, table=True):
     user_id: str | None = Field(default=None, max_length=200)
     thread_id: str | None = Field(default=None, max_length=200)
     checkpoint_id: str | None = Field(default=None, max_length=64)
+    call_id: str | None = Field(default=None, max_length=200)
     domains_json: str = Field(sa_type=sa.Text, default="[]")
     risk: str | None = Field(default=None, max_length=50)
     status: str = Field(max_length=32)
@@ -124,6 +125,7 @@ class CheckpointRow(SQLModel, table=True):
     thread_id: str = Field(max_length=200)
     messages_json: str = Field(sa_type=sa.Text)
     pending_tool_calls_json: str = Field(sa_type=sa.Text)
+    state_json: str = Field(sa_type=sa.Text, default="{}")
     schema_version: int
     created_at: datetime = _ts()
 

@@ -64,7 +64,7 @@ def compile_signature(
     """
     signature = inspect.signature(function)
     try:
-        hints = typing.get_type_hints(function, include_extras=True)
+        hints = _parameter_hints(function)
     except (NameError, TypeError) as exc:
         raise ToolDefinitionError(
             f"Tool {tool_name!r}: its type hints cannot be resolved ({exc}).",
@@ -108,6 +108,26 @@ def compile_signature(
         parameters=parameters,
         parameter_names=tuple(signature.parameters),
         description=(description if description is not None else docs.summary).strip(),
+    )
+
+
+def _parameter_hints(function: Callable[..., Any]) -> dict[str, Any]:
+    """Resolved hints of the parameters only: the return annotation plays no part in the
+    contract, so a return type that cannot be resolved here is no reason to refuse the tool."""
+    annotations = dict(getattr(function, "__annotations__", {}))
+    annotations.pop("return", None)
+    target = getattr(function, "__wrapped__", function)
+    global_names = dict(getattr(target, "__globals__", {}))
+    try:
+        local_names = dict(inspect.getclosurevars(target).nonlocals)
+    except (TypeError, ValueError):
+        local_names = {}
+
+    def parameters_only() -> None: ...
+
+    parameters_only.__annotations__ = annotations
+    return typing.get_type_hints(
+        parameters_only, globalns=global_names, localns=local_names, include_extras=True
     )
 
 

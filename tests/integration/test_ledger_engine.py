@@ -53,7 +53,9 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def test_ledger_files_are_private_whatever_the_umask(tmp_path: Path, permissive_umask: None) -> None:
+def test_ledger_files_are_private_whatever_the_umask(
+    tmp_path: Path, permissive_umask: None
+) -> None:
     db = tmp_path / "fresh" / "ledger.db"
     engine = create_ledger_engine(f"sqlite:///{db}")
     try:
@@ -183,7 +185,9 @@ def test_newer_ledger_is_a_clear_error(ledger_url: str) -> None:
     try:
         ensure_schema(engine)
         with engine.begin() as conn:
-            conn.execute(sa.text("UPDATE ledger_meta SET value = '99' WHERE key = 'schema_version'"))
+            conn.execute(
+                sa.text("UPDATE ledger_meta SET value = '99' WHERE key = 'schema_version'")
+            )
         with pytest.raises(LedgerSchemaTooNew) as caught:
             ensure_schema(engine)
         assert caught.value.code == "ledger_schema_too_new"
@@ -202,11 +206,12 @@ def test_locked_sqlite_raises_busy_and_stays_consistent(sqlite_url: str) -> None
         ledger = ApprovalLedger(engine)
         kept = ledger.propose("t", "h", {"a": 1})
         with holder.connect() as conn:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            conn = conn.execution_options(ledger_write=True)  # BEGIN IMMEDIATE: holds the lock
+            transaction = conn.begin()
             with pytest.raises(LedgerBusy) as caught:
                 ledger.approve(kept.proposal_id, "alice")
             assert caught.value.code == "ledger_busy"
-            conn.exec_driver_sql("ROLLBACK")
+            transaction.rollback()
         assert ledger.get(kept.proposal_id).status == "pending"
         assert ledger.verify().ok and ledger.verify().checked == 1
         assert ledger.approve(kept.proposal_id, "alice").status == "approved"

@@ -65,6 +65,7 @@ def propose(ledger: ApprovalLedger, **overrides: object) -> Proposal:
         "user": "bob",
         "thread_id": "thread-1",
         "checkpoint_id": "ckpt-1",
+        "call_id": "call-1",
         "domains": ("crm",),
     }
     params.update(overrides)
@@ -87,6 +88,7 @@ def test_propose_stores_exact_call_and_hash(ledger: ApprovalLedger, clock: Manua
     assert proposal.args_hash == args_hash(
         "create_customer", "schema-v1", {"name": "Zoë", "n": 2}, {"sandbox": "sb-1"}
     )
+    assert (proposal.call_id, proposal.checkpoint_id) == ("call-1", "ckpt-1")
     assert proposal.created_at == clock.now()
     assert proposal.expires_at == clock.now() + timedelta(seconds=ledger.default_ttl_seconds)
     stored = ledger.get(proposal.proposal_id)
@@ -210,7 +212,9 @@ def test_edit_supersedes_with_link_and_diff(ledger: ApprovalLedger) -> None:
         old.tool_name, old.tool_schema_hash, {"name": "Ada L.", "email": "ada@x.com", "vip": True}
     )
     assert new.args_hash != old.args_hash
-    assert (new.owner, new.thread_id, new.domains) == (old.owner, old.thread_id, old.domains)
+    assert (new.owner, new.thread_id, new.domains, new.call_id, new.checkpoint_id) == (
+        old.owner, old.thread_id, old.domains, "call-1", "ckpt-1",
+    )  # fmt: skip
     superseded = ledger.get(old.proposal_id)
     assert superseded.status is ProposalStatus.SUPERSEDED
     assert superseded.superseded_by_id == new.proposal_id
@@ -252,6 +256,8 @@ def test_claim_writes_executing_ahead(ledger: ApprovalLedger, clock: ManualClock
     assert execution.executor == worker
     assert execution.started_at == clock.now()
     assert execution.args_hash == proposal.args_hash
+    assert ledger.execution(proposal.proposal_id) == execution
+    assert ledger.execution(propose(ledger).proposal_id) is None
     claimed = ledger.get(proposal.proposal_id)
     assert claimed.status is ProposalStatus.EXECUTING
     assert claimed.consumed

@@ -1,0 +1,1 @@
+"""The agent runtime: MemAgent, its builder, checkpoints, offloading and traces."""

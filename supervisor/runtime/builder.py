@@ -1,0 +1,151 @@
+"""``MemAgentBuilder``: the seed's fluent way to configure and build a :class:`MemAgent`."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any, Self
+
+from supervisor.policies import ContextPolicy, ToolResultPolicy
+from supervisor.provider import SQLModelProvider
+from supervisor.runtime.agent import MemAgent
+from supervisor.runtime.config import AgentConfig, LLMConfig, ToolReference
+from supervisor.tools.registry import ToolRegistry
+
+_DEFAULT_LLM: dict[str, Any] = {"provider": "openai", "model": "gpt-4o-mini"}
+
+
+def _slug(name: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return slug[:48] or f"agent-{uuid.uuid4().hex[:8]}"
+
+
+class MemAgentBuilder:
+    """Configure an agent step by step, then ``build()`` or ``build_and_save()``.
+
+    Defaults: the embedded ledger (``SQLModelProvider()``), the model endpoint and key from
+    ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``, the default :class:`ContextPolicy`, no offloading.
+    """
+
+    def __init__(self) -> None:
+        self._name: str | None = None
+        self._agent_id: str | None = None
+        self._instructions = ""
+        self._llm: dict[str, Any] = dict(_DEFAULT_LLM)
+        self._tools: list[Any] = []
+        self._toolbox: Any = None
+        self._context_policy = ContextPolicy()
+        self._result_policy: ToolResultPolicy | None = None
+        self._provider: SQLModelProvider | None = None
+        self._allowlist: list[str] = []
+
+    def with_name(self, name: str) -> Self:
+        """The agent's name; its id defaults to a slug of it."""
+        self._name = name
+        return self
+
+    def with_agent_id(self, agent_id: str) -> Self:
+        """An explicit, stable agent id (what ``MemAgent.load`` takes)."""
+        self._agent_id = agent_id
+        return self
+
+    def with_instructions(self, instructions: str) -> Self:
+        """The system message."""
+        self._instructions = instructions
+        return self
+
+    def with_llm_config(self, config: dict[str, Any]) -> Self:
+        """``{"provider": "openai", "model": ..., "base_url", "api_key", "temperature",
+        "timeout", "max_retries"}``; validated now, so mistakes surface at build time."""
+        LLMConfig.from_mapping(config)
+        self._llm = dict(config)
+        return self
+
+    def with_tools(self, tools: Iterable[Callable[..., Any]]) -> Self:
+        """Governed tools (plain functions get governed_tool's read-only defaults)."""
+        self._tools.extend(tools)
+        return self
+
+    def with_toolbox(self, toolbox: Any) -> Self:
+        """Attach a :class:`~supervisor.toolbox.Toolbox` for scoped top-k disclosure."""
+        self._toolbox = toolbox
+        return self
+
+    def with_context_policy(self, policy: ContextPolicy) -> Self:
+        """Limits and scope for what the model sees and calls."""
+        self._context_policy = policy
+        return self
+
+    def with_tool_result_policy(self, policy: ToolResultPolicy) -> Self:
+        """Offload large results as auditable pointers."""
+        self._result_policy = policy
+        return self
+
+    def with_memory_provider(self, provider: SQLModelProvider) -> Self:
+        """The ledger to use (default: the embedded SQLite ledger)."""
+        self._provider = provider
+        return self
+
+    def with_allowlist(self, references: Iterable[str]) -> Self:
+        """Import references (``module:qualname`` or ``module:*``) that may be rebound."""
+        self._allowlist.extend(references)
+        return self
+
+    def build(self) -> MemAgent:
+        """Build the agent in this process (nothing is saved)."""
+        provider = self._provider or SQLModelProvider()
+        registry = ToolRegistry(allowlist=self._allowlist)
+        if self._toolbox is not None:
+            for tool in self._toolbox.tools:
+                registry.register(tool)
+        for tool in self._tools:
+            registry.register(tool)
+        name = self._name or "agent"
+        llm = dict(self._llm)
+        api_key = llm.pop("api_key", None)
+        config = AgentConfig(
+            agent_id=self._agent_id or (_slug(self._name) if self._name else _slug("")),
+            name=name,
+            instructions=self._instructions,
+            llm=LLMConfig.from_mapping(llm).saved(),
+            tools=tuple(
+                ToolReference(
+                    name=tool.name, import_ref=tool.import_ref, schema_hash=tool.schema_hash
+                )
+                for tool in registry
+            ),
+            context_policy=self._context_policy,
+            tool_result_policy=self._result_policy,
+            toolbox_agent_id=getattr(self._toolbox, "agent_id", None),
+        )
+        return assemble(config, provider, registry, api_key=api_key, toolbox=self._toolbox)
+
+    def build_and_save(self) -> MemAgent:
+        """Build, then save the configuration and tool registry for ``MemAgent.load``."""
+        return self.build().save()
+
+
+def assemble(
+    config: AgentConfig,
+    provider: SQLModelProvider,
+    registry: ToolRegistry,
+    *,
+    api_key: str | None = None,
+    toolbox: Any = None,
+) -> MemAgent:
+    """Wire an agent from its configuration (shared by ``build`` and ``MemAgent.load``)."""
+    offloader = None
+    if config.tool_result_policy is not None:
+        from supervisor.runtime.offload import ResultOffloader, expansion_tools
+
+        offloader = ResultOffloader(provider, config.tool_result_policy)
+        for tool in expansion_tools(offloader):
+            registry.register(tool, replace=True)
+    if toolbox is None and config.toolbox_agent_id is not None:
+        from supervisor.toolbox import Toolbox
+
+        toolbox = Toolbox.load(provider, config.toolbox_agent_id, list(registry))
+    return MemAgent(
+        config, provider, registry, api_key=api_key, toolbox=toolbox, offloader=offloader
+    )

@@ -1,0 +1,102 @@
+"""Agent and model configuration: JSON only, and never a credential in the ledger."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from supervisor.policies import ContextPolicy, ToolResultPolicy
+from supervisor.runtime.errors import ModelConfigError
+
+
+class LLMConfig(BaseModel):
+    """How to reach an OpenAI-compatible chat-completions endpoint.
+
+    ``base_url`` and ``api_key`` fall back to ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` when the
+    client is created, so a saved agent picks up the credentials of the process that loads it.
+    The API key is never saved in the ledger, traced or shown in a repr.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: Literal["openai"] = "openai"
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    timeout: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=10)
+
+    @classmethod
+    def from_mapping(cls, config: dict[str, Any]) -> LLMConfig:
+        """Build from the seed's dict form (``{"provider": "openai", "model": ...}``).
+
+        Raises:
+            ModelConfigError: unknown keys, a provider other than ``openai``, no model.
+        """
+        try:
+            return cls.model_validate(config)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc']) or 'config'}: {error['msg']}"
+                for error in exc.errors(include_url=False)
+            )
+            raise ModelConfigError(
+                f"The LLM configuration is not usable ({problems}).",
+                hint='Use {"provider": "openai", "model": "...", "base_url": optional, '
+                '"api_key": optional, "temperature", "timeout", "max_retries"}; any '
+                "OpenAI-compatible endpoint works through base_url or OPENAI_BASE_URL.",
+            ) from None
+
+    def resolved_base_url(self) -> str | None:
+        """``base_url``, else ``OPENAI_BASE_URL``, else the client's default."""
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+    def resolved_api_key(self) -> str:
+        """The API key, else ``OPENAI_API_KEY``.
+
+        Raises:
+            ModelConfigError: neither is set.
+        """
+        if self.api_key is not None:
+            return self.api_key.get_secret_value()
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key:
+            raise ModelConfigError(
+                "No API key for the model endpoint.",
+                hint="Set OPENAI_API_KEY (any non-empty value for local servers such as "
+                "Ollama, vLLM or LM Studio), or pass api_key in with_llm_config.",
+            )
+        return key
+
+    def saved(self) -> dict[str, Any]:
+        """The configuration as stored in the ledger: everything but the API key."""
+        return self.model_dump(mode="json", exclude={"api_key"})
+
+
+class ToolReference(BaseModel):
+    """How a saved agent finds one of its tools again: name, import reference, contract."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    import_ref: str | None
+    schema_hash: str
+
+
+class AgentConfig(BaseModel):
+    """Everything ``MemAgent.load`` needs to re-create an agent in another process."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agent_id: str
+    name: str
+    instructions: str = ""
+    llm: dict[str, Any]
+    tools: tuple[ToolReference, ...] = ()
+    context_policy: ContextPolicy = ContextPolicy()
+    tool_result_policy: ToolResultPolicy | None = None
+    toolbox_agent_id: str | None = None
+    config_version: int = 1

@@ -1,0 +1,142 @@
+"""The model endpoint, through the official ``openai`` client (imported on first use).
+
+Transient failures (connection errors, timeouts, 408/409/429/5xx) are retried by the client with
+exponential backoff and jitter, honouring ``retry-after``, up to ``max_retries``. What still fails
+becomes :class:`~supervisor.runtime.errors.ModelUnavailable`, and the run stops without losing
+its state.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from supervisor.runtime.config import LLMConfig
+from supervisor.runtime.errors import ModelUnavailable
+
+if TYPE_CHECKING:
+    import openai
+
+
+@dataclass(frozen=True)
+class ModelToolCall:
+    """One tool call the model asked for (arguments exactly as the model sent them)."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class AssistantTurn:
+    """One model reply: text and/or tool calls, with token usage."""
+
+    content: str | None
+    tool_calls: tuple[ModelToolCall, ...]
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def as_message(self) -> dict[str, Any]:
+        """The assistant message as it goes back into the history."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in self.tool_calls
+            ]
+        return message
+
+
+class ChatModel:
+    """A chat-completions endpoint: the official client, created lazily, one per process."""
+
+    def __init__(self, config: LLMConfig) -> None:
+        self.config = config
+        self._client: openai.OpenAI | None = None
+        self._lock = threading.Lock()
+
+    def _get_client(self) -> openai.OpenAI:
+        with self._lock:
+            if self._client is None:
+                import openai
+
+                self._client = openai.OpenAI(
+                    api_key=self.config.resolved_api_key(),
+                    base_url=self.config.resolved_base_url(),
+                    timeout=self.config.timeout,
+                    max_retries=self.config.max_retries,
+                )
+            return self._client
+
+    def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> AssistantTurn:
+        """Ask the model for its next turn.
+
+        Raises:
+            ModelConfigError: no API key is configured.
+            ModelUnavailable: the endpoint failed after the retries, or refused the request.
+        """
+        import openai
+
+        client = self._get_client()
+        request: dict[str, Any] = {"model": self.config.model, "messages": messages}
+        if tools:
+            request["tools"] = tools
+        if self.config.temperature is not None:
+            request["temperature"] = self.config.temperature
+        try:
+            response = client.chat.completions.create(**request)
+        except openai.APIStatusError as exc:
+            raise ModelUnavailable(
+                f"The model endpoint answered HTTP {exc.status_code} after "
+                f"{self.config.max_retries} retries.",
+                hint="Check the endpoint, model name and key; the run kept its state and can be "
+                "run again on the same thread.",
+                status=exc.status_code,
+            ) from None
+        except openai.APIError as exc:
+            raise ModelUnavailable(
+                f"The model endpoint could not be reached ({type(exc).__name__}) after "
+                f"{self.config.max_retries} retries.",
+                hint="Check OPENAI_BASE_URL (or base_url) and that the server is up; the run "
+                "kept its state and can be run again on the same thread.",
+            ) from None
+        return _turn_from(response)
+
+
+def _turn_from(response: Any) -> AssistantTurn:
+    choice = response.choices[0]
+    message = choice.message
+    calls = tuple(
+        ModelToolCall(
+            call_id=call.id,
+            name=call.function.name,
+            arguments=call.function.arguments or "",
+        )
+        for call in (message.tool_calls or ())
+        if getattr(call, "type", "function") == "function"
+    )
+    usage: dict[str, int] = {}
+    if response.usage is not None:
+        usage = {
+            "prompt_tokens": int(response.usage.prompt_tokens or 0),
+            "completion_tokens": int(response.usage.completion_tokens or 0),
+            "total_tokens": int(response.usage.total_tokens or 0),
+        }
+    return AssistantTurn(content=message.content, tool_calls=calls, usage=usage)
+
+
+def tool_message(call_id: str, content: str) -> dict[str, Any]:
+    """A tool-result message for the history."""
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON text as the model receives tool results."""
+    return json.dumps(value, ensure_ascii=False)

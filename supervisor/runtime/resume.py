@@ -1,0 +1,266 @@
+"""Deciding and resuming proposals from their stored checkpoints, in any process."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from supervisor.canonical import args_hash
+from supervisor.ledger.errors import (
+    ApprovalAlreadyDecided,
+    ApprovalExpired,
+    ArgumentsMismatch,
+    LedgerError,
+)
+from supervisor.ledger.models import ExecutorIdentity, Proposal, ProposalStatus
+from supervisor.runtime.engine import outcome_record, refusal
+from supervisor.runtime.errors import CheckpointMissing
+from supervisor.runtime.llm import json_text, tool_message
+from supervisor.runtime.results import ApprovalResumeResult
+from supervisor.runtime.state import PendingCall
+from supervisor.runtime.trace import RunTracer
+from supervisor.tools.errors import ToolCallError
+
+if TYPE_CHECKING:
+    from supervisor.ledger.models import Checkpoint
+    from supervisor.runtime.agent import MemAgent
+
+_S = ProposalStatus
+
+#: What the model is told for a call that a decision stopped, by proposal status.
+DECISIONS: dict[ProposalStatus, tuple[str, str]] = {
+    _S.REJECTED: ("denied", "A human reviewer rejected this call; it did not run."),
+    _S.CANCELLED: ("cancelled", "This call was cancelled before it ran."),
+    _S.EXPIRED: ("expired", "Nobody approved this call before it expired; it did not run."),
+    _S.SUPERSEDED: ("superseded", "A human replaced this call with edited arguments."),
+    _S.NEEDS_RECONCILIATION: (
+        "needs_reconciliation",
+        "The process running this call stopped; whether it took effect is being checked by a "
+        "human. Do not retry it.",
+    ),
+}
+
+
+def list_proposals(
+    agent: MemAgent, status: str | ProposalStatus | None, thread_id: str | None
+) -> list[Proposal]:
+    """Every proposal of ``agent`` with that status (all pages), oldest first."""
+    proposals: list[Proposal] = []
+    cursor: str | None = None
+    while True:
+        page = agent.ledger.list(
+            status=status, owner=agent.agent_id, thread_id=thread_id, limit=500, cursor=cursor
+        )
+        proposals.extend(page.items)
+        if page.next_cursor is None:
+            return proposals
+        cursor = page.next_cursor
+
+
+def wait_for_decision(agent: MemAgent, proposal_id: str, timeout: float) -> Proposal:
+    """Block on the ledger's change feed until the proposal leaves ``pending``."""
+    ledger = agent.ledger
+    deadline = time.monotonic() + max(timeout, 0.0)
+    cursor = ledger.head()
+    while True:
+        proposal = ledger.get(proposal_id)
+        if proposal.status is not _S.PENDING:
+            return proposal
+        if proposal.expires_at <= ledger.clock.now():
+            ledger.expire_due()
+            continue
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return proposal
+        records = ledger.wait_for_change(cursor, min(remaining, 1.0))
+        if records:
+            cursor = records[-1].seq
+
+
+def _checkpoint_call(agent: MemAgent, proposal: Proposal) -> tuple[Checkpoint, PendingCall]:
+    checkpoint = (
+        agent.ledger.load_checkpoint(proposal.checkpoint_id) if proposal.checkpoint_id else None
+    )
+    if checkpoint is None:
+        raise CheckpointMissing(
+            f"Proposal {proposal.proposal_id} has no stored checkpoint.",
+            hint="Its run cannot be resumed; cancel the proposal.",
+        )
+    for raw in checkpoint.pending_tool_calls:
+        call = PendingCall.model_validate(raw)
+        if call.call_id == proposal.call_id:
+            return checkpoint, call
+    raise CheckpointMissing(
+        f"Checkpoint {checkpoint.checkpoint_id} has no pending call {proposal.call_id!r}.",
+        hint="Its run cannot be resumed; cancel the proposal.",
+    )
+
+
+def _decision_result(proposal: Proposal) -> ApprovalResumeResult:
+    code, message = DECISIONS[proposal.status]
+    body: dict[str, Any] = {"code": code, "message": message}
+    if proposal.decision_reason:
+        body["reason"] = proposal.decision_reason
+    evidence = {"status": code, "reason_code": code}
+    return ApprovalResumeResult(
+        proposal=proposal,
+        tool_result={"error": body},
+        consumed=proposal.status.consumed,
+        outcome=outcome_record(proposal.tool_name, proposal.call_id or "", evidence),
+        error_code=code,
+    )
+
+
+def _stored_result(agent: MemAgent, proposal: Proposal) -> Any:
+    execution = agent.ledger.execution(proposal.proposal_id)
+    if (
+        execution is None
+        or not execution.result_ref
+        or not execution.result_ref.startswith("blob:")
+    ):
+        return None
+    blob = agent.ledger.get_blob(execution.result_ref.removeprefix("blob:"))
+    return None if blob is None or blob.content is None else blob.content.decode("utf-8")
+
+
+def _execute(
+    agent: MemAgent, proposal: Proposal, call: PendingCall, tracer: RunTracer
+) -> ApprovalResumeResult:
+    """Claim an approved proposal and run its tool exactly once."""
+    ledger = agent.ledger
+    tool = agent.tools.rebind(call.tool_name, None, call.schema_hash)
+    edited = proposal.supersedes_id is not None
+    source: Any = proposal.arguments if edited else call.arguments
+    try:
+        prepared = tool.prepare(source)
+    except ToolCallError as error:
+        return ApprovalResumeResult(proposal=proposal, error_code=error.code)
+    expected = args_hash(tool.name, tool.schema_hash, prepared.arguments, {})
+    executor = ExecutorIdentity.current(f"agent:{agent.agent_id}")
+    try:
+        ledger.claim(proposal.proposal_id, expected, executor)
+    except (ApprovalExpired, ArgumentsMismatch, ApprovalAlreadyDecided) as exc:
+        current = ledger.get(proposal.proposal_id)
+        if current.status in DECISIONS:
+            return _decision_result(current)
+        tracer.event("approval", tool=tool.name, outcome_status="refused", reason_code=exc.code)
+        tracer.flush()
+        return ApprovalResumeResult(
+            proposal=current, consumed=current.status.consumed, error_code=exc.code
+        )
+    result = tool.execute(prepared, approved=True)
+    content, blob_ref = agent.deliver(tool.name, call.call_id, result.model_content())
+    if edited:
+        content = json_text({"edited_by_human": {"arguments": prepared.arguments}, "result": (
+            result.value)})  # fmt: skip
+    stored = ledger.put_blob(content.encode("utf-8"), "application/json")
+    evidence = result.outcome.evidence()
+    if result.error is None:
+        ledger.complete(
+            proposal.proposal_id, evidence["status"], f"blob:{stored.sha256}", executor=executor
+        )
+    else:
+        ledger.fail(
+            proposal.proposal_id, "error", result.error.code,
+            result_ref=f"blob:{stored.sha256}", executor=executor,
+        )  # fmt: skip
+    record = outcome_record(tool.name, call.call_id, evidence)
+    tracer.event(
+        "tool_result", tool=tool.name, outcome_status=evidence["status"],
+        reason_code=evidence["reason_code"], blob_ref=blob_ref, call_id=call.call_id,
+        proposal_id=proposal.proposal_id, outcome=evidence,
+    )  # fmt: skip
+    tracer.flush()
+    return ApprovalResumeResult(
+        proposal=ledger.get(proposal.proposal_id),
+        tool_result=result.value,
+        consumed=True,
+        outcome=record,
+        ok=result.ok,
+        error_code=None if result.error is None else result.error.code,
+    )
+
+
+def resume(agent: MemAgent, proposal_id: str, continue_model: bool) -> ApprovalResumeResult:
+    """See :meth:`MemAgent.resume_approval`."""
+    ledger = agent.ledger
+    proposal = ledger.get(proposal_id)
+    if proposal.status in (_S.PENDING, _S.APPROVED) and proposal.expires_at <= ledger.clock.now():
+        ledger.expire_due()
+        proposal = ledger.get(proposal_id)
+    checkpoint, call = _checkpoint_call(agent, proposal)
+    state = agent.load_state(checkpoint.state)
+    tracer = RunTracer(ledger, agent.agent_id, checkpoint.thread_id, state.run_id)
+    if proposal.status is _S.APPROVED:
+        result = _execute(agent, proposal, call, tracer)
+    elif proposal.status is _S.PENDING:
+        result = ApprovalResumeResult(proposal=proposal, error_code="approval_pending")
+    elif proposal.status in DECISIONS:
+        result = _decision_result(proposal)
+        tracer.event("approval", tool=proposal.tool_name, outcome_status=result.error_code)
+        tracer.flush()
+    else:
+        stored = _stored_result(agent, proposal)
+        result = ApprovalResumeResult(
+            proposal=proposal, consumed=True, error_code="already_consumed",
+            tool_result=None if stored is None else _parse(stored),
+        )  # fmt: skip
+    if continue_model and result.error_code not in ("approval_pending", "already_consumed"):
+        messages = _continued_messages(agent, checkpoint, state)
+        if messages is not None:
+            state.outcomes.append(result.outcome) if result.outcome else None
+            run = agent._engine.run_loop(messages, state, tracer)
+            return result.model_copy(update={"run": run, "assistant_response": run.output})
+    return result
+
+
+def _parse(text: str) -> Any:
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _resolution(agent: MemAgent, proposals: list[Proposal], call_id: str) -> str | None:
+    """Tool message content for a paused call, or None while it is still undecided."""
+    chain = [proposal for proposal in proposals if proposal.call_id == call_id]
+    live = [proposal for proposal in chain if proposal.status is not _S.SUPERSEDED] or chain
+    if not live:
+        return refusal("proposal_missing", "This call's approval request was never recorded.")
+    proposal = live[-1]
+    if proposal.status in (_S.PENDING, _S.APPROVED, _S.EXECUTING):
+        return None
+    if proposal.status in (_S.EXECUTED, _S.FAILED):
+        return _stored_result(agent, proposal) or refusal("result_missing", "No stored result.")
+    code, message = DECISIONS[proposal.status]
+    body: dict[str, Any] = {"code": code, "message": message}
+    if proposal.decision_reason:
+        body["reason"] = proposal.decision_reason
+    return json_text({"error": body})
+
+
+def _continued_messages(
+    agent: MemAgent, checkpoint: Checkpoint, state: Any
+) -> list[dict[str, Any]] | None:
+    """The history with every call of the paused turn answered, or None if one is undecided."""
+    latest = agent.ledger.latest_checkpoint(agent.agent_id, checkpoint.thread_id)
+    if latest is None or latest.checkpoint_id != checkpoint.checkpoint_id:
+        return None  # the thread already moved on (another process continued it)
+    try:
+        proposals = [
+            proposal
+            for proposal in list_proposals(agent, None, checkpoint.thread_id)
+            if proposal.checkpoint_id == checkpoint.checkpoint_id
+        ]
+    except LedgerError:
+        return None
+    messages = [dict(message) for message in checkpoint.messages]
+    for call_id in state.call_order:
+        content = state.answered.get(call_id) or _resolution(agent, proposals, call_id)
+        if content is None:
+            return None
+        messages.append(tool_message(call_id, content))
+    state.call_order, state.answered = [], {}
+    return messages
