@@ -1,11 +1,12 @@
 """Entry point of the ``supervisor`` command.
 
-Keep imports here light: ``supervisor --help`` must stay fast, so each command imports what it
-needs inside its own function.
+Keep imports here light: ``supervisor --help`` must stay fast, so each command group lives in
+its own module and is imported only when invoked (``LAZY_COMMANDS``).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 
@@ -14,8 +15,36 @@ import click
 from supervisor import __version__
 from supervisor.errors import SupervisorError
 
+#: name -> ("module:attribute", one-line help). Add a command group with one line here.
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in LAZY_COMMANDS:
+            module_name, _, attribute = LAZY_COMMANDS[cmd_name][0].partition(":")
+            command = getattr(importlib.import_module(module_name), attribute)
+            assert isinstance(command, click.Command)
+            return command
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [
+            (name, LAZY_COMMANDS[name][1]) if name in LAZY_COMMANDS else (
+                name, (super().get_command(ctx, name) or click.Command(name)).get_short_help_str()
+            )
+            for name in self.list_commands(ctx)
+        ]  # fmt: skip
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="supervisor")
 def cli() -> None:
     """Supervise AI agents: governed tools, durable approvals, live traces."""

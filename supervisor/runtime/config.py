@@ -28,6 +28,7 @@ class LLMConfig(BaseModel):
     temperature: float | None = Field(default=None, ge=0, le=2)
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=10)
+    stream: bool = False
 
     @classmethod
     def from_mapping(cls, config: dict[str, Any]) -> LLMConfig:

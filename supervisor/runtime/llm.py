@@ -91,6 +91,12 @@ class ChatModel:
         if self.config.temperature is not None:
             request["temperature"] = self.config.temperature
         try:
+            if self.config.stream:
+                return _turn_from_stream(
+                    client.chat.completions.create(
+                        **request, stream=True, stream_options={"include_usage": True}
+                    )
+                )
             response = client.chat.completions.create(**request)
         except openai.APIStatusError as exc:
             raise ModelUnavailable(
@@ -130,6 +136,38 @@ def _turn_from(response: Any) -> AssistantTurn:
             "total_tokens": int(response.usage.total_tokens or 0),
         }
     return AssistantTurn(content=message.content, tool_calls=calls, usage=usage)
+
+
+def _turn_from_stream(chunks: Any) -> AssistantTurn:
+    """Reassemble a streamed reply: text deltas joined, tool calls gathered by index."""
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    usage: dict[str, int] = {}
+    for chunk in chunks:
+        if chunk.usage is not None:
+            usage = {
+                "prompt_tokens": int(chunk.usage.prompt_tokens or 0),
+                "completion_tokens": int(chunk.usage.completion_tokens or 0),
+                "total_tokens": int(chunk.usage.total_tokens or 0),
+            }
+        for choice in chunk.choices:
+            delta = choice.delta
+            if delta.content:
+                text.append(delta.content)
+            for part in delta.tool_calls or ():
+                call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": []})
+                if part.id:
+                    call["id"] = part.id
+                if part.function is not None:
+                    if part.function.name:
+                        call["name"] = part.function.name
+                    if part.function.arguments:
+                        call["arguments"].append(part.function.arguments)
+    tool_calls = tuple(
+        ModelToolCall(call["id"], call["name"], "".join(call["arguments"]))
+        for _, call in sorted(calls.items())
+    )
+    return AssistantTurn(content="".join(text) or None, tool_calls=tool_calls, usage=usage)
 
 
 def tool_message(call_id: str, content: str) -> dict[str, Any]:

@@ -78,7 +78,8 @@ DOMAINS: dict[str, list[str]] = {
     ],
     "hr": [
         "employee|employees|staff member,worker|department:str:team;start_date:str:hire date",
-        "leave_request|leave_requests|time off,vacation request|leave_type:sick/annual/parental:kind",
+        "leave_request|leave_requests|time off,vacation request|"
+        "leave_type:sick/annual/parental:kind",
         "job_posting|job_postings|vacancy,open role|location:str:office or remote",
         "performance_review|performance_reviews|appraisal,evaluation|rating:int:score 1-5",
     ],
@@ -149,7 +150,8 @@ DOMAINS: dict[str, list[str]] = {
         "policy_document|policy_documents|company policy,handbook page|version:int:revision",
     ],
     "travel": [
-        "flight|flights|plane ticket,air booking|origin:str:from airport;destination:str:to airport",
+        "flight|flights|plane ticket,air booking|origin:str:from airport;"
+        "destination:str:to airport",
         "hotel|hotels|hotel stay,lodging|city:str:city;nights:int:nights",
         "itinerary|itineraries|trip plan,travel plan|traveler:str:traveler name",
         "car_rental|car_rentals|rental car,hire car|pickup_city:str:city",

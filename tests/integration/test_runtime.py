@@ -269,3 +269,45 @@ def test_large_results_are_offloaded_once_and_expandable(provider: SQLModelProvi
         assert all(len(content) < 8_000 for content in contents)
         tool_names = {tool["function"]["name"] for tool in model.requests[0].tools}
         assert {"expand_result", "search_result"} <= tool_names
+
+
+def test_streaming_runs_keep_outcomes_and_tool_calls(provider: SQLModelProvider) -> None:
+    with _script(
+        CallTools(
+            [
+                ToolCall("inventory_lookup", {"sku": "A-1"}, id="call_x"),
+                ToolCall("replica_lookup", {"sku": "A-2"}, id="call_y"),
+            ]
+        ),
+        Reply("streamed answer"),
+    ) as model:
+        agent = (
+            MemAgentBuilder()
+            .with_llm_config(_llm(model, stream=True))
+            .with_memory_provider(provider)
+            .with_tools([inventory_lookup, replica_lookup])
+            .build()
+        )
+        result = agent.run("stream it")
+        assert all(request.stream for request in model.requests)
+    assert result.output == "streamed answer"
+    assert [o["call_id"] for o in agent.last_tool_outcomes] == ["call_x", "call_y"]
+    assert [o["status"] for o in agent.last_tool_outcomes] == ["success", "fallback"]
+    assert agent.last_tool_outcomes[1]["degraded"] is True
+    assert result.usage["total_tokens"] > 0
+
+
+def test_outcome_evidence_is_queryable_from_the_trace(provider: SQLModelProvider) -> None:
+    with _script(
+        CallTools([ToolCall("replica_lookup", {"sku": "SECRET-SKU-1"})]),
+        Reply("ok"),
+    ) as model:
+        agent = _agent(model, provider, [replica_lookup])
+        result = agent.run("trace me")
+    events = provider.ledger.trace_events(run_id=result.run_id, kind="tool_result")
+    assert [(event.tool, event.outcome_status, event.reason_code) for event in events] == [
+        ("replica_lookup", "fallback", "primary_timeout")
+    ]
+    assert "SECRET-SKU-1" not in json.dumps(events[0].payload)
+    kinds = {event.kind for event in provider.ledger.trace_events(run_id=result.run_id)}
+    assert {"run", "model_call", "tool_call", "tool_result"} <= kinds

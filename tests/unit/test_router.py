@@ -27,7 +27,7 @@ from supervisor.toolbox import (
     stem,
     tokenize,
 )
-from supervisor.tools import governed_tool
+from supervisor.tools import GovernedTool, governed_tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))
 from toolbox_dataset import load_queries, load_tools, recall
@@ -63,7 +63,12 @@ def getEmployeeRecord(employee_id: str) -> dict[str, Any]:
     return {}
 
 
-SAMPLE = [inventory_lookup, create_customer, list_invoices, getEmployeeRecord]
+SAMPLE: list[GovernedTool[..., Any]] = [
+    inventory_lookup,
+    create_customer,
+    list_invoices,
+    getEmployeeRecord,
+]
 
 
 def names(toolbox: Toolbox, query: str, policy: ContextPolicy | None = None) -> list[str]:
