@@ -34,12 +34,13 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [
-            (name, LAZY_COMMANDS[name][1]) if name in LAZY_COMMANDS else (
-                name, (super().get_command(ctx, name) or click.Command(name)).get_short_help_str()
-            )
-            for name in self.list_commands(ctx)
-        ]  # fmt: skip
+        rows: list[tuple[str, str]] = []
+        for name in self.list_commands(ctx):
+            if name in LAZY_COMMANDS:
+                rows.append((name, LAZY_COMMANDS[name][1]))
+                continue
+            command = super().get_command(ctx, name)
+            rows.append((name, command.get_short_help_str() if command else ""))
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
