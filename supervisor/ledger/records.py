@@ -110,7 +110,7 @@ class RecordsServiceMixin(LedgerBase):
         digest = sha256_hex(content)
         preview = content[: PREVIEW_CHARS * 4].decode("utf-8", errors="replace")[:PREVIEW_CHARS]
         blob = Blob(sha256=digest, size=len(content), media_type=media_type, preview=preview)
-        with self.repository.write() as tx:
+        with self.repository.write(audited=False) as tx:
             if tx.blob_row(digest) is None:
                 tx.insert_blob(blob.model_copy(update={"content": content}), self._now())
         return blob

@@ -157,7 +157,7 @@ class MemAgent:
             state.toolbox_state = {"revealed": [tool.name for tool in selection.tools]}
             tracer.event("tools_revealed", **selection.trace())
             definitions: list[dict[str, Any]] = list(self.toolbox.meta_tool_definitions())
-            definitions.extend(tool.openai.definition for tool in selection.tools)
+            definitions.extend(selection.openai_definitions())
             definitions.extend(tool.openai.definition for tool in self._expansion_tools())
             return definitions
         return [tool.openai.definition for tool in self.tools if self._in_scope(tool)]
@@ -182,14 +182,6 @@ class MemAgent:
         tool = self.tools.get(call.name)
         if not self._in_scope(tool):
             return refusal("tool_out_of_scope", f"{call.name} is not available to this agent.")
-        revealed = state.toolbox_state.get("revealed")
-        if self.toolbox is not None and revealed is not None:
-            if tool.name not in revealed and tool not in self._expansion_tools():
-                return refusal(
-                    "tool_not_revealed",
-                    f"{call.name} was not offered this turn; find it with discover_tools and "
-                    "call it through invoke_tool.",
-                )
         return tool, call.arguments
 
     def toolbox_call(

@@ -97,7 +97,7 @@ class MemAgentBuilder:
         provider = self._provider or SQLModelProvider()
         registry = ToolRegistry(allowlist=self._allowlist)
         if self._toolbox is not None:
-            for tool in self._toolbox.tools:
+            for tool in self._toolbox:
                 registry.register(tool)
         for tool in self._tools:
             registry.register(tool)

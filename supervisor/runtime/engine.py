@@ -132,6 +132,7 @@ class TurnEngine:
                 tool.name,
                 tool.schema_hash,
                 arguments,
+                execution_target=tool.execution_target,
                 policy_reason=tool.policy.approval_reason or "",
                 owner=agent.agent_id,
                 user=state.user_id,

@@ -135,7 +135,9 @@ def _execute(
         prepared = tool.prepare(source)
     except ToolCallError as error:
         return ApprovalResumeResult(proposal=proposal, error_code=error.code)
-    expected = args_hash(tool.name, tool.schema_hash, prepared.arguments, {})
+    expected = args_hash(
+        tool.name, tool.schema_hash, prepared.arguments, tool.execution_target or {}
+    )
     executor = ExecutorIdentity.current(f"agent:{agent.agent_id}")
     try:
         ledger.claim(proposal.proposal_id, expected, executor)

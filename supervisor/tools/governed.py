@@ -40,6 +40,9 @@ class GovernedTool(Generic[P, R]):
         schema_hash: SHA-256 of the tool's canonical contract.
         openai: The OpenAI function-tool form (strict when expressible).
         import_ref: ``module:qualname`` when the function is importable, else None.
+        execution_target: Where a call runs beyond the host process (sandbox backend and
+            limits, MCP server...). It is part of every proposal and of the args hash, so an
+            approval never carries over to another target.
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class GovernedTool(Generic[P, R]):
         self.schema_hash = schema_hash(tool_name, self.description, self.parameters)
         self.openai: OpenAITool = openai_tool(tool_name, self.description, self.parameters)
         self.is_async = inspect.iscoroutinefunction(function)
+        self.execution_target: dict[str, Any] | None = None
         qualname = getattr(function, "__qualname__", "")
         module = getattr(function, "__module__", None)
         importable = module and qualname and "<locals>" not in qualname and module != "__main__"

@@ -1,0 +1,361 @@
+"""The approval inbox as plain Python state, fed by the ledger's change feed.
+
+``ApprovalsService`` keeps the pending proposals and the decision history of every proposal it
+has seen on the audit feed. A background thread follows the feed (``wait_for_change``) and
+calls subscribers with an :class:`InboxChange` from that thread; a UI must hop to its own loop.
+Decisions go straight to the ledger with this supervisor's identity and ``via="tui"``; approve,
+batch approve and edit need a :class:`RenderedGuard` (see ``supervisor.services.guard``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from supervisor.ledger.errors import LedgerError, ProposalNotFound
+from supervisor.ledger.models import AuditRecord, Proposal, ProposalStatus
+from supervisor.ledger.policy import diff_arguments
+from supervisor.ledger.service import ApprovalLedger
+from supervisor.services.guard import RenderedGuard, RenderGuardMissing
+from supervisor.services.identity import ApproverIdentity
+from supervisor.services.rendering import render_arguments, rendered_digest
+from supervisor.services.settings import SupervisorSettings
+
+DECISION_ACTIONS = frozenset({"approve", "reject", "cancel", "revoke", "edit", "expire"})
+_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class InboxChange:
+    """What changed in the inbox since the last notification.
+
+    Attributes:
+        upserted: Pending proposals that are new or changed (e.g. extended).
+        removed: Ids that left the pending set (decided, expired, purged).
+        decisions: Decision records seen on the feed (anyone's, including ours).
+        loaded: True once the initial pending set is complete.
+    """
+
+    upserted: tuple[Proposal, ...] = ()
+    removed: tuple[str, ...] = ()
+    decisions: tuple[AuditRecord, ...] = ()
+    loaded: bool = True
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """A superseding proposal and how its arguments differ from the old ones."""
+
+    old: Proposal
+    new: Proposal
+    diff: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Outcome of a batch approval: who was approved and which ones lost a race."""
+
+    approved: tuple[Proposal, ...]
+    failed: tuple[LedgerError, ...]
+
+
+InboxListener = Callable[[InboxChange], None]
+
+
+class ApprovalsService:
+    """Pending proposals, decision history and decisions for one supervisor instance.
+
+    Args:
+        ledger: The shared approval ledger.
+        identity: Who decides from here (``via`` is taken from its context).
+        settings: Instance settings (feed timeout).
+    """
+
+    def __init__(
+        self,
+        ledger: ApprovalLedger,
+        identity: ApproverIdentity,
+        settings: SupervisorSettings | None = None,
+    ) -> None:
+        self.ledger = ledger
+        self.identity = identity
+        self.settings = settings or SupervisorSettings()
+        self._lock = threading.RLock()
+        self._pending: dict[str, Proposal] = {}
+        self._history: dict[str, list[AuditRecord]] = {}
+        self._guards: dict[str, RenderedGuard] = {}
+        self._listeners: list[InboxListener] = []
+        self._cursor = 0
+        self._loaded_head = 0
+        self._loaded = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- subscription and lifecycle -------------------------------------------------------
+
+    def subscribe(self, listener: InboxListener) -> None:
+        """Call ``listener`` (from a background thread) after every change."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def unsubscribe(self, listener: InboxListener) -> None:
+        """Stop calling ``listener``; unknown listeners are ignored."""
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def _publish(self, change: InboxChange) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(change)
+
+    def start(self) -> None:
+        """Load the pending set and follow the change feed in a daemon thread."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="approvals-feed", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop following the feed (returns within one feed timeout)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def _run(self) -> None:
+        try:
+            if not self._loaded:
+                self.load()
+            while not self._stop.is_set():
+                self.poll(self.settings.poll_timeout)
+        except LedgerError:
+            # The ledger went away (closed or unreachable); the UI keeps its last state.
+            return
+
+    # -- reading --------------------------------------------------------------------------
+
+    def load(self) -> list[Proposal]:
+        """Read the whole pending set (keyset pages) and publish it.
+
+        The feed cursor is taken before reading, so no change is missed: records between the
+        cursor and the snapshot are re-applied by :meth:`poll` (idempotently).
+        """
+        head = self.ledger.head()
+        pending: list[Proposal] = []
+        cursor: str | None = None
+        while True:
+            page = self.ledger.list(status=ProposalStatus.PENDING, limit=_PAGE, cursor=cursor)
+            pending.extend(page.items)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        with self._lock:
+            self._pending = {proposal.proposal_id: proposal for proposal in pending}
+            self._loaded_head = head
+            self._loaded = True
+        self._publish(InboxChange(upserted=tuple(pending), loaded=True))
+        return pending
+
+    def poll(self, timeout: float = 0.0) -> InboxChange | None:
+        """Apply feed records after the cursor (waiting up to ``timeout``) and publish them."""
+        records = self.ledger.wait_for_change(self._cursor, timeout)
+        if not records:
+            return None
+        self._cursor = records[-1].seq
+        subjects: dict[str, None] = {}
+        decisions: list[AuditRecord] = []
+        with self._lock:
+            for record in records:
+                self._history.setdefault(record.subject, []).append(record)
+                if record.seq > self._loaded_head:
+                    subjects[record.subject] = None
+                    if record.action in DECISION_ACTIONS:
+                        decisions.append(record)
+        upserted: list[Proposal] = []
+        removed: list[str] = []
+        for subject in subjects:
+            if subject == "retention":
+                continue
+            try:
+                proposal = self.ledger.get(subject)
+            except ProposalNotFound:
+                removed.append(subject)
+                continue
+            if proposal.status is ProposalStatus.PENDING:
+                upserted.append(proposal)
+            else:
+                removed.append(subject)
+        with self._lock:
+            for proposal in upserted:
+                self._pending[proposal.proposal_id] = proposal
+            for proposal_id in removed:
+                self._pending.pop(proposal_id, None)
+                self._guards.pop(proposal_id, None)
+        change = InboxChange(tuple(upserted), tuple(removed), tuple(decisions), self._loaded)
+        if upserted or removed or decisions:
+            self._publish(change)
+        return change
+
+    def pending(self) -> list[Proposal]:
+        """Pending proposals, oldest first."""
+        with self._lock:
+            items = list(self._pending.values())
+        return sorted(items, key=lambda proposal: (proposal.created_at, proposal.proposal_id))
+
+    def get(self, proposal_id: str) -> Proposal:
+        """The current state of one proposal from the ledger.
+
+        Raises:
+            ProposalNotFound: No such proposal.
+        """
+        return self.ledger.get(proposal_id)
+
+    def history(self, proposal_id: str) -> list[AuditRecord]:
+        """Audit records whose subject is ``proposal_id``, oldest first.
+
+        Served from the records seen on the feed; before the feed caught up, the audit log is
+        scanned.
+        """
+        with self._lock:
+            caught_up = self._cursor >= self._loaded_head and self._loaded
+            known = list(self._history.get(proposal_id, ()))
+        if caught_up:
+            return known
+        found: list[AuditRecord] = []
+        cursor = 0
+        while True:
+            batch = self.ledger.events_since(cursor, 2000)
+            if not batch:
+                return found
+            found.extend(record for record in batch if record.subject == proposal_id)
+            cursor = batch[-1].seq
+
+    def tool_schema(self, proposal: Proposal) -> dict[str, Any] | None:
+        """The parameters schema of the proposal's tool from the registry, if recorded."""
+        for tool in self.ledger.list_tools(proposal.owner or None):
+            if tool.name == proposal.tool_name and tool.schema_hash == proposal.tool_schema_hash:
+                return dict(tool.json_schema) or None
+        return None
+
+    def identical_pending(self, proposal: Proposal) -> list[Proposal]:
+        """Pending proposals with the same tool and args hash (itself included)."""
+        return [
+            other
+            for other in self.pending()
+            if other.tool_name == proposal.tool_name and other.args_hash == proposal.args_hash
+        ]
+
+    # -- the rendered guard ---------------------------------------------------------------
+
+    def confirm_rendered(self, proposal: Proposal, rendered_lines: list[str]) -> RenderedGuard:
+        """Issue a guard once the UI reports the exact lines it laid out for ``proposal``.
+
+        Raises:
+            RenderGuardMissing: The lines are not the full rendering of its arguments.
+        """
+        expected = render_arguments(proposal.arguments)
+        if list(rendered_lines) != expected:
+            raise RenderGuardMissing(
+                proposal.proposal_id, "the rendered arguments differ from the stored ones"
+            )
+        guard = RenderedGuard.issue(
+            proposal.proposal_id, proposal.args_hash, rendered_digest(expected)
+        )
+        with self._lock:
+            self._guards[proposal.proposal_id] = guard
+        return guard
+
+    def has_guard(self, proposal_id: str) -> bool:
+        """True when the arguments of ``proposal_id`` were confirmed as rendered."""
+        with self._lock:
+            return proposal_id in self._guards
+
+    def _check_guard(self, proposal: Proposal, guard: RenderedGuard | None) -> None:
+        with self._lock:
+            issued = self._guards.get(guard.proposal_id) if guard else None
+        if guard is None or issued is None or issued.token != guard.token:
+            raise RenderGuardMissing(proposal.proposal_id, "the arguments were not rendered yet")
+        if guard.args_hash != proposal.args_hash or guard.proposal_id not in (
+            proposal.proposal_id,
+            *(other.proposal_id for other in self.identical_pending(proposal)),
+        ):
+            raise RenderGuardMissing(proposal.proposal_id, "the rendered arguments are different")
+
+    # -- decisions ------------------------------------------------------------------------
+
+    def _kwargs(self) -> dict[str, Any]:
+        context = self.identity.context
+        return {"context": context, "via": context.via}
+
+    def approve(
+        self, proposal_id: str, guard: RenderedGuard | None, reason: str | None = None
+    ) -> Proposal:
+        """Approve after checking the rendered guard.
+
+        Raises:
+            RenderGuardMissing: No valid guard for this proposal and args hash.
+            ApprovalAlreadyDecided: Another approver won (names who and when).
+            ApprovalExpired, ProposalNotFound, SelfApprovalForbidden, ApproverNotAllowed.
+        """
+        proposal = self.ledger.get(proposal_id)
+        self._check_guard(proposal, guard)
+        return self.ledger.approve(proposal_id, self.identity.approver_id, reason, **self._kwargs())
+
+    def approve_batch(
+        self, proposal_ids: list[str], guard: RenderedGuard | None, reason: str | None = None
+    ) -> BatchResult:
+        """Approve several identical proposals (same tool and args hash) under one guard."""
+        approved: list[Proposal] = []
+        failed: list[LedgerError] = []
+        for proposal_id in proposal_ids:
+            proposal = self.ledger.get(proposal_id)
+            if guard is None or proposal.args_hash != guard.args_hash:
+                raise RenderGuardMissing(proposal_id, "it is not identical to the one rendered")
+            self._check_guard(proposal, guard)
+            try:
+                approved.append(
+                    self.ledger.approve(
+                        proposal_id, self.identity.approver_id, reason, **self._kwargs()
+                    )
+                )
+            except LedgerError as error:
+                failed.append(error)
+        return BatchResult(tuple(approved), tuple(failed))
+
+    def reject(self, proposal_id: str, reason: str) -> Proposal:
+        """Reject with a reason (no guard needed: rejecting never runs anything)."""
+        return self.ledger.reject(proposal_id, self.identity.approver_id, reason, **self._kwargs())
+
+    def cancel(self, proposal_id: str, reason: str | None = None) -> Proposal:
+        """Withdraw a pending proposal."""
+        return self.ledger.cancel(proposal_id, self.identity.approver_id, reason, **self._kwargs())
+
+    def extend(self, proposal_id: str, seconds: float | None = None) -> Proposal:
+        """Push back a live proposal's expiry by ``seconds`` (default from the settings)."""
+        return self.ledger.extend(
+            proposal_id,
+            seconds or self.settings.extend_seconds,
+            self.identity.approver_id,
+            "extended from the supervisor",
+            **self._kwargs(),
+        )
+
+    def edit(
+        self,
+        proposal_id: str,
+        new_arguments: Mapping[str, Any],
+        guard: RenderedGuard | None,
+        reason: str | None = None,
+    ) -> EditResult:
+        """Supersede a pending proposal with new arguments (the new one needs approval)."""
+        old = self.ledger.get(proposal_id)
+        self._check_guard(old, guard)
+        new = self.ledger.edit(
+            proposal_id, dict(new_arguments), self.identity.approver_id, reason, **self._kwargs()
+        )
+        return EditResult(old=old, new=new, diff=diff_arguments(old.arguments, new.arguments))

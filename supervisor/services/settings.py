@@ -1,0 +1,36 @@
+"""Settings of one supervisor instance (UI and headless services alike)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from supervisor.ledger.clock import SystemClock
+
+
+def _system_now() -> datetime:
+    return SystemClock().now()
+
+
+@dataclass(frozen=True)
+class SupervisorSettings:
+    """What a supervisor instance needs to know besides the ledger.
+
+    Attributes:
+        db_url: SQLAlchemy URL of the ledger; ``None`` means the default ledger.
+        high_risk_domains: Domains whose approvals need a second confirmation.
+        trace_capacity: Most trace events kept in memory by the live trace.
+        extend_seconds: How far one "extend expiry" pushes a proposal's expiry.
+        expiry_warning_seconds: Warn when a pending proposal expires sooner than this.
+        poll_timeout: Seconds a background reader waits on the change feed per round.
+        now: The clock used for countdowns and heartbeat ages (tests fix it).
+    """
+
+    db_url: str | None = None
+    high_risk_domains: frozenset[str] = frozenset({"payments", "production", "admin"})
+    trace_capacity: int = 5_000
+    extend_seconds: float = 3600.0
+    expiry_warning_seconds: float = 300.0
+    poll_timeout: float = 0.5
+    now: Callable[[], datetime] = field(default=_system_now)

@@ -1,0 +1,126 @@
+"""The live tool trace: the newest trace events in a bounded buffer, fed by polling the ledger.
+
+Trace events are written without audit records, so they are followed by their id: a background
+thread asks for events after the last id it has seen. On start it jumps to the tail (an
+exponential then binary search over ids) so a ledger with millions of events opens instantly.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from supervisor.ledger.errors import LedgerError
+from supervisor.ledger.models import TraceEvent
+from supervisor.ledger.service import ApprovalLedger
+from supervisor.services.settings import SupervisorSettings
+
+_BATCH = 2_000
+
+
+@dataclass(frozen=True)
+class TraceBatch:
+    """Events appended to the buffer; ``dropped`` counts the oldest ones evicted by the cap."""
+
+    events: tuple[TraceEvent, ...]
+    dropped: int = 0
+
+
+TraceListener = Callable[[TraceBatch], None]
+
+
+class TracesService:
+    """The newest ``settings.trace_capacity`` trace events, oldest first.
+
+    Args:
+        ledger: The shared ledger.
+        settings: Capacity and poll interval.
+    """
+
+    def __init__(self, ledger: ApprovalLedger, settings: SupervisorSettings | None = None) -> None:
+        self.ledger = ledger
+        self.settings = settings or SupervisorSettings()
+        self.capacity = max(1, self.settings.trace_capacity)
+        self._events: deque[TraceEvent] = deque(maxlen=self.capacity)
+        self._lock = threading.Lock()
+        self._listeners: list[TraceListener] = []
+        self._after_id: int | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def subscribe(self, listener: TraceListener) -> None:
+        """Call ``listener`` (from a background thread) with each appended batch."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def unsubscribe(self, listener: TraceListener) -> None:
+        """Stop calling ``listener``."""
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def events(self) -> list[TraceEvent]:
+        """A copy of the buffer, oldest first."""
+        with self._lock:
+            return list(self._events)
+
+    def start(self) -> None:
+        """Follow the trace in a daemon thread."""
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="trace-tail", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop following (returns within one poll interval)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                batch = self.poll()
+                if batch is None or len(batch.events) < _BATCH:
+                    self._stop.wait(min(self.settings.poll_timeout, 0.1))
+        except LedgerError:
+            return
+
+    def _last_id(self) -> int:
+        """The highest trace event id (0 when empty), found with O(log n) indexed reads."""
+
+        def exists_after(event_id: int) -> bool:
+            return bool(self.ledger.trace_events(after_id=event_id, limit=1))
+
+        if not exists_after(0):
+            return 0
+        low, high = 0, 1
+        while exists_after(high):
+            low, high = high, high * 2
+        while high - low > 1:
+            middle = (low + high) // 2
+            if exists_after(middle):
+                low = middle
+            else:
+                high = middle
+        return high
+
+    def poll(self) -> TraceBatch | None:
+        """Read events after the last seen id, append them, publish and return the batch."""
+        if self._after_id is None:
+            self._after_id = max(0, self._last_id() - self.capacity)
+        events = self.ledger.trace_events(after_id=self._after_id, limit=_BATCH)
+        if not events:
+            return None
+        self._after_id = events[-1].event_id or self._after_id
+        with self._lock:
+            dropped = max(0, len(self._events) + len(events) - self.capacity)
+            self._events.extend(events)
+            listeners = list(self._listeners)
+        batch = TraceBatch(tuple(events), dropped)
+        for listener in listeners:
+            listener(batch)
+        return batch
