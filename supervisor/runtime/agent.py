@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from supervisor.canonical import canonical_hash
 from supervisor.ledger.models import ApproverContext, Proposal, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.policies import ContextPolicy
@@ -21,6 +22,7 @@ from supervisor.runtime.trace import RunTracer
 from supervisor.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from supervisor.runtime.cache import SemanticCache
     from supervisor.runtime.offload import ResultOffloader
     from supervisor.tools.governed import GovernedTool
 
@@ -43,6 +45,7 @@ class MemAgent:
         api_key: str | None = None,
         toolbox: Any = None,
         offloader: ResultOffloader | None = None,
+        cache: SemanticCache | None = None,
     ) -> None:
         self.config = config
         self.provider = provider
@@ -53,6 +56,7 @@ class MemAgent:
         self.model = ChatModel(llm)
         self.toolbox = toolbox
         self.offloader = offloader
+        self.cache = cache
         self.last_tool_outcomes: list[dict[str, Any]] = []
         self._engine = TurnEngine(self)
 
@@ -95,9 +99,37 @@ class MemAgent:
         messages = self._history(thread_id)
         if isinstance(messages, RunResult):
             return messages
+        fresh_thread = not any(message.get("role") != "system" for message in messages)
         messages.append({"role": "user", "content": query})
         tracer.event("run", outcome_status="started", user_id=user_id, query_chars=len(query))
-        return self._finish(self._engine.run_loop(messages, state, tracer))
+        if self.cache is not None and fresh_thread:
+            cached = self.cache.lookup(self.agent_id, self.tools_hash(), query)
+            if cached is not None:
+                return self._finish(self._cached_run(messages, state, tracer, cached))
+        result = self._engine.run_loop(messages, state, tracer)
+        if (
+            self.cache is not None
+            and fresh_thread
+            and result.status == "completed"
+            and result.output is not None
+            and self.cache.admissible(result.outcomes, self.tools)
+        ):
+            self.cache.store(self.agent_id, self.tools_hash(), query, result.output)
+        return self._finish(result)
+
+    def tools_hash(self) -> str:
+        """Hash of every tool contract this agent has (the cache's invalidation key)."""
+        return canonical_hash(sorted(tool.schema_hash for tool in self.tools))
+
+    def _cached_run(
+        self, messages: list[dict[str, Any]], state: RunState, tracer: RunTracer, answer: str
+    ) -> RunResult:
+        messages.append({"role": "assistant", "content": answer})
+        state.status = "completed"
+        self.save_checkpoint(tracer.thread_id, messages, [], state)
+        tracer.event("cache_hit", outcome_status="completed")
+        tracer.flush()
+        return self.run_result("completed", tracer, state, output=answer)
 
     def _history(self, thread_id: str) -> list[dict[str, Any]] | RunResult:
         checkpoint = self.ledger.latest_checkpoint(self.agent_id, thread_id)

@@ -39,6 +39,9 @@ class MemAgentBuilder:
         self._result_policy: ToolResultPolicy | None = None
         self._provider: SQLModelProvider | None = None
         self._allowlist: list[str] = []
+        self._cache = False
+        self._cache_similarity = 0.95
+        self._embedder: Any = None
 
     def with_name(self, name: str) -> Self:
         """The agent's name; its id defaults to a slug of it."""
@@ -87,6 +90,16 @@ class MemAgentBuilder:
         self._provider = provider
         return self
 
+    def with_semantic_cache(
+        self, enabled: bool = True, *, embedder: Any = None, similarity: float = 0.95
+    ) -> Self:
+        """Replay answers to repeated questions; only clean, read-only runs are admitted
+        (see :mod:`supervisor.runtime.cache`). ``embedder`` adds similarity hits."""
+        self._cache = enabled
+        self._embedder = embedder
+        self._cache_similarity = similarity
+        return self
+
     def with_allowlist(self, references: Iterable[str]) -> Self:
         """Import references (``module:qualname`` or ``module:*``) that may be rebound."""
         self._allowlist.extend(references)
@@ -118,8 +131,13 @@ class MemAgentBuilder:
             context_policy=self._context_policy,
             tool_result_policy=self._result_policy,
             toolbox_agent_id=getattr(self._toolbox, "agent_id", None),
+            semantic_cache=self._cache,
+            cache_similarity=self._cache_similarity,
         )
-        return assemble(config, provider, registry, api_key=api_key, toolbox=self._toolbox)
+        return assemble(
+            config, provider, registry, api_key=api_key, toolbox=self._toolbox,
+            embedder=self._embedder,
+        )  # fmt: skip
 
     def build_and_save(self) -> MemAgent:
         """Build, then save the configuration and tool registry for ``MemAgent.load``."""
@@ -133,6 +151,7 @@ def assemble(
     *,
     api_key: str | None = None,
     toolbox: Any = None,
+    embedder: Any = None,
 ) -> MemAgent:
     """Wire an agent from its configuration (shared by ``build`` and ``MemAgent.load``)."""
     offloader = None
@@ -146,6 +165,14 @@ def assemble(
         from supervisor.toolbox import Toolbox
 
         toolbox = Toolbox.load(provider, config.toolbox_agent_id, list(registry))
+    cache = None
+    if config.semantic_cache:
+        from supervisor.runtime.cache import SemanticCache
+
+        cache = SemanticCache(
+            provider.ledger, embedder=embedder, similarity=config.cache_similarity
+        )
     return MemAgent(
-        config, provider, registry, api_key=api_key, toolbox=toolbox, offloader=offloader
-    )
+        config, provider, registry, api_key=api_key, toolbox=toolbox, offloader=offloader,
+        cache=cache,
+    )  # fmt: skip

@@ -100,4 +100,6 @@ class AgentConfig(BaseModel):
     context_policy: ContextPolicy = ContextPolicy()
     tool_result_policy: ToolResultPolicy | None = None
     toolbox_agent_id: str | None = None
+    semantic_cache: bool = False
+    cache_similarity: float = Field(default=0.95, gt=0, le=1)
     config_version: int = 1

@@ -22,7 +22,8 @@ MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 MIGRATION_LOCK_KEY = 0x5355_5056_4D49_4731  # "SUPVMIG1"
 
 
-def _upgrade_to_head(connection: Connection) -> None:
+def upgrade(connection: Connection, revision: str = "head") -> None:
+    """Run the migrations up to ``revision`` on ``connection`` (inside its transaction)."""
     # Alembic is imported only when a ledger actually needs migrating (it is slow to import).
     from alembic import command
     from alembic.config import Config
@@ -30,7 +31,7 @@ def _upgrade_to_head(connection: Connection) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.attributes["connection"] = connection
-    command.upgrade(config, "head")
+    command.upgrade(config, revision)
 
 
 def stored_schema_version(connection: Connection) -> int | None:
@@ -83,6 +84,6 @@ def ensure_schema(engine: Engine) -> int:
                 found = stored_schema_version(connection)
                 _check_not_too_new(found, engine)
                 if found != SCHEMA_VERSION:
-                    _upgrade_to_head(connection)
+                    upgrade(connection)
                 found = stored_schema_version(connection)
         return found if found is not None else SCHEMA_VERSION

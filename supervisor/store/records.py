@@ -8,6 +8,8 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, SQLModel, col, select
 
 from supervisor.canonical import canonical_json
@@ -36,12 +38,14 @@ from supervisor.store.tables import (
 )
 
 _TRACE = SQLModel.metadata.tables[TraceEventRow.__tablename__]
+_BLOB = SQLModel.metadata.tables[BlobRow.__tablename__]
 
 
 class RecordsMixin:
     """Checkpoint, trace, blob, tool, agent and process persistence."""
 
     session: Session
+    dialect: str
 
     # checkpoints -------------------------------------------------------------------------
     def insert_checkpoint(self, checkpoint: Checkpoint) -> None:
@@ -127,9 +131,15 @@ class RecordsMixin:
         return self.session.get(BlobRow, digest)
 
     def insert_blob(self, blob: Blob, created_at: datetime) -> None:
-        """Store a blob's content under its digest."""
-        self.session.add(
-            BlobRow(
+        """Store a blob's content under its digest, unless that digest is already stored.
+
+        ``INSERT ... ON CONFLICT DO NOTHING`` on both engines, so processes racing to store the
+        same new blob all succeed and it is stored once (the digest names the content).
+        """
+        insert = sqlite_insert if self.dialect == "sqlite" else postgresql_insert
+        statement = (
+            insert(_BLOB)
+            .values(
                 sha256=blob.sha256,
                 size=blob.size,
                 media_type=blob.media_type,
@@ -137,8 +147,9 @@ class RecordsMixin:
                 content=blob.content,
                 created_at=created_at,
             )
+            .on_conflict_do_nothing(index_elements=["sha256"])
         )
-        self.session.flush()
+        self.session.connection().execute(statement)
 
     # tool registry -----------------------------------------------------------------------
     def upsert_tool(self, tool: ToolRecord, updated_at: datetime) -> None:

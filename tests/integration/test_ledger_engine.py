@@ -22,12 +22,13 @@ from supervisor.ledger.service import ApprovalLedger
 from supervisor.provider import SQLModelProvider
 from supervisor.store.engine import create_ledger_engine, default_ledger_path, resolve_url
 from supervisor.store.migrate import ensure_schema
+from supervisor.store.repository import Repository
 from supervisor.store.tables import SCHEMA_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 LEDGER_TABLES = {
     "proposal", "proposal_domain", "execution", "checkpoint", "audit", "trace_event", "blob",
-    "tool_registry", "agent", "process", "ledger_meta",
+    "tool_registry", "agent", "process", "ledger_meta", "semantic_cache",
 }  # fmt: skip
 
 
@@ -122,7 +123,7 @@ def test_migrations_are_idempotent_and_match_the_tables(ledger_url: str) -> None
         assert ensure_schema(engine) == SCHEMA_VERSION
         with engine.connect() as conn:
             assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-                ("0001",)
+                ("0002",)
             ]
             assert LEDGER_TABLES <= set(sa.inspect(conn).get_table_names())
             diffs = compare_metadata(
@@ -231,3 +232,21 @@ def test_unreachable_server_is_unavailable() -> None:
         provider.ledger  # noqa: B018
     assert caught.value.code == "ledger_unavailable"
     assert "SUPERVISOR_DB" in str(caught.value)
+
+
+def test_an_older_ledger_is_migrated_on_open_and_keeps_its_data(ledger_url: str) -> None:
+    from supervisor.store.migrate import stored_schema_version, upgrade
+
+    engine = create_ledger_engine(ledger_url)
+    try:
+        with engine.begin() as connection:
+            upgrade(connection, "0001")
+            assert stored_schema_version(connection) == 1
+        old = ApprovalLedger(Repository(engine))
+        proposal = old.propose("send_email", "f" * 64, {"to": "a@b.c"}, owner="agent-1")
+        assert ensure_schema(engine) == SCHEMA_VERSION == 2
+        with engine.connect() as connection:
+            assert "semantic_cache" in sa.inspect(connection).get_table_names()
+        assert ApprovalLedger(Repository(engine)).get(proposal.proposal_id) == proposal
+    finally:
+        engine.dispose()

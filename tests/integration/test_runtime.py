@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from support.agents import (
+    broken_lookup,
     create_customer,
     export_report,
     inventory_lookup,
@@ -311,3 +312,56 @@ def test_outcome_evidence_is_queryable_from_the_trace(provider: SQLModelProvider
     assert "SECRET-SKU-1" not in json.dumps(events[0].payload)
     kinds = {event.kind for event in provider.ledger.trace_events(run_id=result.run_id)}
     assert {"run", "model_call", "tool_call", "tool_result"} <= kinds
+
+
+def _cached_agent(model: ScriptedModel, provider: SQLModelProvider, tools: list[Any]) -> Any:
+    return (
+        MemAgentBuilder()
+        .with_name("Cached")
+        .with_llm_config(_llm(model))
+        .with_memory_provider(provider)
+        .with_tools(tools)
+        .with_semantic_cache()
+        .build()
+    )
+
+
+def test_clean_read_only_runs_are_cached_and_hits_are_traced(provider: SQLModelProvider) -> None:
+    with _script(
+        CallTools([ToolCall("inventory_lookup", {"sku": "A-1"})]),
+        Reply("12 left."),
+    ) as model:
+        agent = _cached_agent(model, provider, [inventory_lookup])
+        assert agent.run("How many A-1?").output == "12 left."
+        hit = agent.run("  how many a-1 ")
+        assert hit.output == "12 left."
+        assert len(model.requests) == 2  # the second run never reached the model
+    events = provider.ledger.trace_events(run_id=hit.run_id, kind="cache_hit")
+    assert len(events) == 1
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        (replica_lookup, {"sku": "A-1"}),  # fallback + degraded: not clean
+        (broken_lookup, {"sku": "A-1"}),  # provider_error
+        (send_email, {"to": "a@b.c", "subject": "s"}),  # side effect (needs approval)
+    ],
+)
+def test_non_clean_or_side_effecting_runs_bypass_admission(
+    provider: SQLModelProvider, tool: Any, arguments: dict[str, Any]
+) -> None:
+    with _script(
+        CallTools([ToolCall(tool.name, arguments)]),
+        Reply("first answer"),
+        Reply("second answer"),
+    ) as model:
+        agent = _cached_agent(model, provider, [tool])
+        first = agent.run("same question")
+        if first.status == "awaiting_approval":
+            proposal_id = first.proposals[0].proposal_id
+            agent.approve(proposal_id, approver_id="op")
+            agent.resume_approval(proposal_id, continue_model=True)
+        second = agent.run("same question")
+        assert second.output in ("first answer", "second answer")
+        assert provider.ledger.trace_events(run_id=second.run_id, kind="cache_hit") == []

@@ -1,0 +1,1 @@
+"""Pane widgets; one folder per pane a user sees."""

@@ -1,0 +1,148 @@
+"""The live tool trace: a Line API list of the service's bounded buffer, coloured by outcome.
+
+It follows the tail only while the view is scrolled to the bottom; scrolling up freezes the
+position so a reader is never yanked away. A cursor row selects an event for the detail pane.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from supervisor.ledger.models import TraceEvent
+from supervisor.services.rendering import visible_escapes
+
+OUTCOME_CLASSES = {
+    "success": "trace--success",
+    "empty": "trace--empty",
+    "degraded": "trace--degraded",
+    "fallback": "trace--degraded",
+    "provider_error": "trace--error",
+    "error": "trace--error",
+    "denied": "trace--decision",
+    "expired": "trace--decision",
+    "cancelled": "trace--decision",
+    "superseded": "trace--decision",
+    "timeout": "trace--decision",
+    "needs_reconciliation": "trace--error",
+}
+
+
+def _event_text(event: TraceEvent) -> str:
+    moment = event.at.strftime("%H:%M:%S")
+    status = event.outcome_status or ""
+    blob = " [blob]" if event.blob_ref else ""
+    text = (
+        f"{moment} {event.agent_id or '-':<14.14} {event.kind:<12.12} "
+        f"{event.tool or '':<18.18} {status:<10.10} {event.reason_code or ''}{blob}"
+    )
+    return visible_escapes(text)
+
+
+class TraceView(ScrollView, can_focus=True):
+    """Virtual list of trace events with a cursor."""
+
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "Up", show=False, id="trace.up"),
+        Binding("down", "cursor(1)", "Down", show=False, id="trace.down"),
+        Binding("end", "tail", "Follow tail", id="trace.tail"),
+    ]
+    COMPONENT_CLASSES = {
+        "trace--success",
+        "trace--empty",
+        "trace--degraded",
+        "trace--error",
+        "trace--decision",
+        "trace--cursor",
+    }
+
+    class EventSelected(Message):
+        """The cursor moved onto ``event``."""
+
+        def __init__(self, event: TraceEvent) -> None:
+            super().__init__()
+            self.event = event
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.events: list[TraceEvent] = []
+        self.cursor: int | None = None
+        self._strips: LRUCache[tuple[int, bool, int], Strip] = LRUCache(1024)
+
+    @property
+    def at_bottom(self) -> bool:
+        """True when the last line is visible (the view follows new events)."""
+        return self.scroll_offset.y >= self.max_scroll_y
+
+    def set_events(self, events: list[TraceEvent]) -> None:
+        """Replace the list (from the service's buffer); keeps following only at the bottom."""
+        following = self.at_bottom
+        selected = self.events[self.cursor] if self.cursor is not None else None
+        self.events = events
+        if selected is not None:
+            self.cursor = next(
+                (index for index, event in enumerate(events) if event is selected), None
+            )
+        self.virtual_size = Size(self.size.width, len(events))
+        if following:
+            self.scroll_end(animate=False, immediate=True)
+        self.refresh()
+
+    def action_cursor(self, delta: int) -> None:
+        if not self.events:
+            return
+        current = len(self.events) - 1 if self.cursor is None else self.cursor + delta
+        self.cursor = max(0, min(len(self.events) - 1, current))
+        self.scroll_to_region_of(self.cursor)
+        self.refresh()
+        self.post_message(self.EventSelected(self.events[self.cursor]))
+
+    def scroll_to_region_of(self, index: int) -> None:
+        top = self.scroll_offset.y
+        height = self.scrollable_content_region.height
+        if index < top:
+            self.scroll_to(y=index, animate=False)
+        elif index >= top + height:
+            self.scroll_to(y=index - height + 1, animate=False)
+
+    def action_tail(self) -> None:
+        self.cursor = None
+        self.scroll_end(animate=False)
+        self.refresh()
+
+    def on_click(self, event: object) -> None:
+        offset = getattr(event, "y", None)
+        if isinstance(offset, int):
+            index = offset + self.scroll_offset.y
+            if 0 <= index < len(self.events):
+                self.cursor = index - 1
+                self.action_cursor(1)
+
+    def render_line(self, y: int) -> Strip:
+        index = y + self.scroll_offset.y
+        width = self.scrollable_content_region.width
+        if index >= len(self.events):
+            return Strip.blank(width, self.rich_style)
+        event = self.events[index]
+        key = (event.event_id or -1 - index, index == self.cursor, width)
+        cached = self._strips.get(key) if event.event_id is not None else None
+        if cached is not None:
+            return cached
+        style = self.rich_style
+        component = OUTCOME_CLASSES.get(event.outcome_status or "")
+        if component:
+            style = style + self.get_component_rich_style(component)
+        if index == self.cursor:
+            style = style + self.get_component_rich_style("trace--cursor")
+        strip = Strip([Segment(_event_text(event), style)]).adjust_cell_length(width, style)
+        self._strips[key] = strip
+        return strip
+
+    def notify_style_update(self) -> None:
+        self._strips.clear()
+        super().notify_style_update()

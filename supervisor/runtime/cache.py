@@ -1,0 +1,146 @@
+"""The semantic cache: answers replayed for repeated questions, admitted only when clean.
+
+Admission (what may be cached): a completed run on a new thread whose every tool call was to a
+deterministic, side-effect free tool and ended ``success`` or ``empty``. Any side-effecting tool,
+any approval, and any other outcome (``degraded``, ``fallback``, ``provider_error``, ``error``,
+decisions) bypass admission for that run, so a degraded or failed provider response is never
+replayed later as though it were a clean primary-provider success.
+
+Lookup: the key is the agent, the normalised query (Unicode NFKC, case-folded, whitespace
+collapsed, trailing punctuation dropped) and a hash of the agent's tool contracts, so changing a
+tool invalidates its cached answers. With an embedder, a near-identical query (cosine similarity
+at or above the threshold) also hits. Hits are traced.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+from sqlmodel import col, select
+
+from supervisor.canonical import canonical_hash
+from supervisor.ledger.service import ApprovalLedger
+from supervisor.store.cache_table import SemanticCacheRow
+
+CLEAN_STATUSES = frozenset({"success", "empty"})
+_SPACE = re.compile(r"\s+")
+
+
+class Embedder(Protocol):
+    """Anything that turns texts into vectors (a local model; never a hub download)."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def normalise_query(query: str) -> str:
+    """The cache's view of a query (see the module docstring)."""
+    text = unicodedata.normalize("NFKC", query).casefold()
+    return _SPACE.sub(" ", text).strip().rstrip("?!.").strip()
+
+
+def _cosine(left: Sequence[float], right: Sequence[float]) -> float:
+    dot = sum(a * b for a, b in zip(left, right, strict=False))
+    norms = math.sqrt(sum(a * a for a in left)) * math.sqrt(sum(b * b for b in right))
+    return dot / norms if norms else 0.0
+
+
+class SemanticCache:
+    """Cached final answers in the ledger, shared by every process on it.
+
+    Args:
+        ledger: Where entries live.
+        embedder: Optional; enables similarity hits.
+        similarity: Cosine threshold for a similarity hit.
+        scan_limit: How many recent entries of the agent a similarity lookup compares.
+    """
+
+    def __init__(
+        self,
+        ledger: ApprovalLedger,
+        *,
+        embedder: Embedder | None = None,
+        similarity: float = 0.95,
+        scan_limit: int = 500,
+    ) -> None:
+        self.ledger = ledger
+        self.embedder = embedder
+        self.similarity = similarity
+        self.scan_limit = scan_limit
+
+    @staticmethod
+    def key(agent_id: str, tools_hash: str, query: str) -> str:
+        """The entry key for a query."""
+        return canonical_hash([agent_id, tools_hash, normalise_query(query)])
+
+    @staticmethod
+    def admissible(outcomes: Iterable[dict[str, Any]], tools: Iterable[Any]) -> bool:
+        """Whether a run may be cached: only clean calls to deterministic, read-only tools."""
+        by_name = {tool.name: tool for tool in tools}
+        for outcome in outcomes:
+            tool = by_name.get(outcome.get("tool_name", ""))
+            if tool is None or not tool.policy.cacheable:
+                return False
+            if outcome.get("status") not in CLEAN_STATUSES:
+                return False
+        return True
+
+    def lookup(self, agent_id: str, tools_hash: str, query: str) -> str | None:
+        """The cached answer for ``query``, or None; a hit is counted."""
+        key = self.key(agent_id, tools_hash, query)
+        now = self.ledger.clock.now()
+        with self.ledger.repository.write(audited=False) as tx:
+            row = tx.session.get(SemanticCacheRow, key)
+            if row is None and self.embedder is not None:
+                row = self._similar(tx.session, agent_id, tools_hash, query)
+            if row is None:
+                return None
+            row.hits += 1
+            row.last_hit_at = now
+            tx.session.add(row)
+            return row.answer
+
+    def _similar(
+        self, session: Any, agent_id: str, tools_hash: str, query: str
+    ) -> SemanticCacheRow | None:
+        assert self.embedder is not None
+        (vector,) = self.embedder.embed([normalise_query(query)])
+        statement = (
+            select(SemanticCacheRow)
+            .where(SemanticCacheRow.agent_id == agent_id)
+            .where(SemanticCacheRow.tools_hash == tools_hash)
+            .where(col(SemanticCacheRow.embedding_json).is_not(None))
+            .order_by(sa.desc(col(SemanticCacheRow.created_at)))
+            .limit(self.scan_limit)
+        )
+        best: tuple[float, SemanticCacheRow] | None = None
+        for row in session.exec(statement):
+            score = _cosine(vector, json.loads(row.embedding_json or "[]"))
+            if score >= self.similarity and (best is None or score > best[0]):
+                best = (score, row)
+        return None if best is None else best[1]
+
+    def store(self, agent_id: str, tools_hash: str, query: str, answer: str) -> None:
+        """Cache ``answer`` (callers check :meth:`admissible` first)."""
+        normalised = normalise_query(query)
+        embedding = None
+        if self.embedder is not None:
+            embedding = json.dumps(self.embedder.embed([normalised])[0])
+        now: datetime = self.ledger.clock.now()
+        # The write lock serialises concurrent stores of the same key on both engines.
+        with self.ledger.repository.write() as tx:
+            key = self.key(agent_id, tools_hash, query)
+            if tx.session.get(SemanticCacheRow, key) is not None:
+                return
+            tx.session.add(
+                SemanticCacheRow(
+                    key=key, agent_id=agent_id, tools_hash=tools_hash, query_norm=normalised,
+                    answer=answer, embedding_json=embedding, hits=0, created_at=now,
+                )
+            )  # fmt: skip

@@ -1,0 +1,27 @@
+"""Storage of the semantic cache (schema version 2)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from supervisor.store.tables import UTCDateTime
+
+
+class SemanticCacheRow(SQLModel, table=True):
+    """One cached answer: keyed by agent, normalised query and the agent's tool contracts."""
+
+    __tablename__ = "semantic_cache"
+    __table_args__ = (sa.Index("ix_semantic_cache_agent", "agent_id", "created_at"),)
+
+    key: str = Field(primary_key=True, max_length=64)
+    agent_id: str = Field(max_length=200)
+    tools_hash: str = Field(max_length=64)
+    query_norm: str = Field(sa_type=sa.Text)
+    answer: str = Field(sa_type=sa.Text)
+    embedding_json: str | None = Field(default=None, sa_type=sa.Text)
+    hits: int = Field(default=0)
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    last_hit_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
