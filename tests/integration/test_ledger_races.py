@@ -99,7 +99,11 @@ def test_eight_processes_claim_each_proposal_exactly_once(
     pairs = _approved_batch(ledger, PROPOSALS)
     ids_file = tmp_path / "ids.json"
     ids_file.write_text(json.dumps(pairs))
-    workers = {f"worker-{n}": ["claim", ledger_url, f"worker-{n}", str(ids_file)] for n in range(8)}
+    # Even workers march in lockstep through the same order; odd ones shuffle it (seeded).
+    workers = {
+        f"worker-{n}": ["claim", ledger_url, f"worker-{n}", str(ids_file), str(n if n % 2 else -1)]
+        for n in range(CLAIMERS)
+    }
 
     results = _race(tmp_path, workers)
 
@@ -112,6 +116,7 @@ def test_eight_processes_claim_each_proposal_exactly_once(
         assert len(result["claimed"]) + sum(result["refused"].values()) == PROPOSALS
     winner_of = {pid: name for name, r in results.items() for pid in r["claimed"]}
     assert len(winner_of) == PROPOSALS
+    assert len(set(winner_of.values())) >= 2, "one claimer won everything: no race was run"
 
     # What the ledger says: all executing, one execution row each, claimed by the reported winner.
     page = ledger.list(status=ProposalStatus.EXECUTING, limit=1000)

@@ -1,6 +1,6 @@
 """Subprocess entry points for the ledger's race and crash tests (run with PYTHONPATH=tests).
 
-    python -m support.ledger_proc claim URL WORKER IDS_FILE       race to claim listed proposals
+    python -m support.ledger_proc claim URL WORKER IDS_FILE SEED  race to claim listed proposals
     python -m support.ledger_proc decide URL APPROVER ACTION IDS  race to approve/reject them
     python -m support.ledger_proc put-blob URL CONTENT_FILE       race to store the same blob
     python -m support.ledger_proc crash URL POINT SIDE_EFFECTS    stop dead at a crash point
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import sys
 from pathlib import Path
@@ -67,9 +68,15 @@ def _error(error: LedgerError) -> dict[str, Any]:
     return {"code": error.code, "message": str(error), "details": error.to_dict().get("details")}
 
 
-def claim(url: str, worker: str, ids_file: Path) -> dict[str, Any]:
-    """Try to claim every listed ``[proposal_id, args_hash]`` in order; report wins and losses."""
+def claim(url: str, worker: str, ids_file: Path, seed: int) -> dict[str, Any]:
+    """Try to claim every listed ``[proposal_id, args_hash]``; report wins and losses.
+
+    A negative ``seed`` keeps the listed order (racers in lockstep collide on every proposal);
+    otherwise the order is shuffled with that seed (collisions anywhere, wins spread out).
+    """
     targets: list[list[str]] = json.loads(ids_file.read_text())
+    if seed >= 0:
+        random.Random(seed).shuffle(targets)
     identity = ExecutorIdentity.current(worker)
     claimed: list[str] = []
     refused: dict[str, int] = {}
@@ -193,7 +200,7 @@ def main(argv: list[str]) -> int:
     command, url, *rest = argv
     result: dict[str, Any]
     if command == "claim":
-        result = claim(url, rest[0], Path(rest[1]))
+        result = claim(url, rest[0], Path(rest[1]), int(rest[2]))
     elif command == "decide":
         result = decide(url, rest[0], rest[1], Path(rest[2]))
     elif command == "put-blob":

@@ -55,8 +55,12 @@ class ArgumentsView(ScrollView, can_focus=True):
 
     def show(self, proposal: Proposal | None) -> None:
         """Display ``proposal``'s arguments (``None`` clears the view)."""
+        self.show_value(proposal.arguments if proposal else None, proposal)
+
+    def show_value(self, value: object, proposal: Proposal | None = None) -> None:
+        """Display any JSON value; only a proposal's arguments can confirm the guard."""
         self.proposal = proposal
-        self.lines = render_arguments(proposal.arguments) if proposal else []
+        self.lines = render_arguments(value) if value is not None else []
         self._confirmed = False
         self._relayout(force=True)
         self.scroll_home(animate=False)

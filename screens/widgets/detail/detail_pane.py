@@ -1,0 +1,164 @@
+"""The detail pane: everything a reviewer needs about one proposal or trace event."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from screens.widgets.detail.arguments_view import ArgumentsView
+from supervisor.ledger.models import AuditRecord, Blob, Proposal, TraceEvent
+from supervisor.services.rendering import short_hash, visible_escapes
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "-"
+
+
+def history_lines(history: list[AuditRecord]) -> list[str]:
+    """One line per audit record of the subject: when, who, what (and why)."""
+    lines: list[str] = []
+    for record in history:
+        reason = record.payload.get("reason")
+        line = f"#{record.seq} {_when(record.at)}  {record.action:<8} by {record.actor}"
+        if reason:
+            line += f" — {reason}"
+        for change in record.payload.get("diff", []) or []:
+            line += f"\n    {change.get('op')} {change.get('path')}: "
+            line += f"{json.dumps(change.get('old'))} → {json.dumps(change.get('new'))}"
+        lines.append(visible_escapes(line) if "\n" not in line else line)
+    return lines
+
+
+class DetailPane(Vertical):
+    """Header, fields, the full arguments (or payload) and the decision history."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.proposal: Proposal | None = None
+        self.event: TraceEvent | None = None
+        self.full_hash = False
+        self.rendered = False
+        self.history: list[AuditRecord] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("Select a proposal or a trace event.", id="detail-header")
+        yield Static("", id="detail-fields")
+        yield ArgumentsView(id="detail-arguments")
+        yield Static("", id="detail-blob")
+        yield Static("", id="detail-history")
+
+    @property
+    def arguments(self) -> ArgumentsView:
+        return self.query_one(ArgumentsView)
+
+    def show_proposal(self, proposal: Proposal | None) -> None:
+        """Show ``proposal``; the arguments view restarts its rendered-rows count."""
+        same = (
+            proposal is not None
+            and self.proposal is not None
+            and proposal.proposal_id == self.proposal.proposal_id
+        )
+        self.proposal, self.event = proposal, None
+        if not same:
+            self.rendered = False
+            self.history = []
+            self.arguments.show(proposal)
+        self.query_one("#detail-blob", Static).update("")
+        self.set_class(proposal is not None, "-proposal")
+        self.set_class(False, "-event")
+        self._refresh_text()
+
+    def show_history(self, proposal: Proposal, history: list[AuditRecord]) -> None:
+        """Fill in the decision history of the shown proposal."""
+        if self.proposal and self.proposal.proposal_id == proposal.proposal_id:
+            self.proposal = proposal
+            self.history = history
+            self._refresh_text()
+
+    def mark_rendered(self, proposal_id: str) -> None:
+        """Record that the arguments of ``proposal_id`` were drawn in full."""
+        if self.proposal and self.proposal.proposal_id == proposal_id:
+            self.rendered = True
+            self._refresh_text()
+
+    def toggle_full_hash(self) -> None:
+        """Show the args hash in full, or shortened again."""
+        self.full_hash = not self.full_hash
+        self._refresh_text()
+
+    def show_event(self, event: TraceEvent) -> None:
+        """Show a trace event: its fields, payload and any offloaded-result pointer."""
+        self.proposal, self.event, self.rendered = None, event, False
+        self.set_class(False, "-proposal")
+        self.set_class(True, "-event")
+        self.arguments.show_value(event.payload)
+        self.query_one("#detail-header", Static).update(
+            Text(visible_escapes(f"{event.kind}  {event.tool or ''}  {event.outcome_status or ''}"))
+        )
+        fields = [
+            f"agent       {event.agent_id or '-'}",
+            f"thread      {event.thread_id or '-'}",
+            f"run         {event.run_id or '-'}",
+            f"at          {_when(event.at)}",
+            f"reason code {event.reason_code or '-'}",
+        ]
+        self.query_one("#detail-fields", Static).update(Text(visible_escapes("\n".join(fields))))
+        pointer = "" if not event.blob_ref else f"result offloaded: {event.blob_ref}  (o: open)"
+        self.query_one("#detail-blob", Static).update(Text(pointer))
+        self.query_one("#detail-history", Static).update("")
+
+    def show_blob(self, blob: Blob | None, error: str | None) -> None:
+        """Show the offloaded result's pointer: digest, size, type, preview, integrity."""
+        if self.event is None:
+            return
+        if error or blob is None:
+            text = f"result {self.event.blob_ref}: {error or 'not found in this ledger'}"
+        else:
+            preview = visible_escapes(blob.preview[:300])
+            text = (
+                f"offloaded result  sha256:{short_hash(blob.sha256)}  {blob.size:,} bytes  "
+                f"{blob.media_type}  integrity ok\npreview: {preview}\n(o: open the full result)"
+            )
+        self.query_one("#detail-blob", Static).update(Text(text))
+
+    def _refresh_text(self) -> None:
+        header = self.query_one("#detail-header", Static)
+        fields = self.query_one("#detail-fields", Static)
+        history = self.query_one("#detail-history", Static)
+        proposal = self.proposal
+        if proposal is None:
+            header.update("Select a proposal or a trace event.")
+            fields.update("")
+            history.update("")
+            return
+        args_hash = proposal.args_hash if self.full_hash else short_hash(proposal.args_hash)
+        seen, total = self.arguments.rows_seen
+        shown = "all arguments shown" if self.rendered else f"shown {seen}/{total} rows — scroll"
+        header.update(Text(visible_escapes(f"{proposal.tool_name}  [{proposal.status.value}]")))
+        rows = [
+            f"args hash   {args_hash}{'' if self.full_hash else '…  (h: full)'}",
+            f"policy      {proposal.policy_reason or '-'}",
+            f"owner       {proposal.owner or '-'}   user {proposal.user or '-'}",
+            f"thread      {proposal.thread_id or '-'}",
+            f"checkpoint  {proposal.checkpoint_id or '-'}",
+            f"domains     {', '.join(proposal.domains) or '-'}   risk {proposal.risk or '-'}",
+            f"target      {json.dumps(proposal.execution_target, ensure_ascii=False)}",
+            f"created     {_when(proposal.created_at)}",
+            f"expires     {_when(proposal.expires_at)}",
+        ]
+        if proposal.supersedes_id:
+            rows.append(f"supersedes  {proposal.supersedes_id}")
+        if proposal.superseded_by_id:
+            rows.append(f"superseded by {proposal.superseded_by_id}")
+        if proposal.approver_id:
+            rows.append(f"decided     by {proposal.approver_id} at {_when(proposal.decided_at)}")
+        rows.append(f"review      {shown}")
+        fields.update(Text(visible_escapes("\n".join(rows))))
+        self.set_class(self.rendered, "-rendered")
+        lines = history_lines(self.history)
+        history.update(Text("history\n" + ("\n".join(lines) if lines else "(loading)")))
