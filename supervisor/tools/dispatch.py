@@ -110,9 +110,8 @@ def dispatch(tool: AnyTool, arguments: Arguments, *, approved: bool) -> ToolCall
 
     This is :func:`prepare` followed by :func:`execute`, fused because it is the hot path.
     """
-    raw = _raw_json(tool, arguments)
     try:
-        validated = tool.validate_json(raw)
+        validated = tool.validate_json(_raw_json(tool, arguments))
     except ValidationError as exc:
         return error_result(tool.name, _refusal(tool, exc))
     except ToolCallError as error:

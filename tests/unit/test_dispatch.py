@@ -258,3 +258,10 @@ def test_async_tools() -> None:
     assert fetch.dispatch({"key": "k"}).value == {"key": "k"}
     assert asyncio.run(fetch.adispatch({"key": "k"})).value == {"key": "k"}
     assert asyncio.run(inventory_lookup.adispatch({"sku": "A1"})).ok
+
+
+def test_mapping_arguments_that_are_not_json_data_are_refused() -> None:
+    result = inventory_lookup.dispatch({"sku": object()})
+    assert result.error is not None
+    assert result.error.code == "invalid_arguments"
+    assert calls == []

@@ -1,0 +1,259 @@
+"""The main screen: processes, approval inbox, live trace and the detail pane.
+
+The screen is a thin view over the services: it subscribes on mount, turns their callbacks
+(which arrive on background threads) into messages, and runs every ledger call in a thread
+worker. Decisions live in :class:`~screens.decision_actions.DecisionActions`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
+
+from screens.decision_actions import DecisionActions
+from screens.messages import (
+    ArgumentsRendered,
+    BlobLoaded,
+    InboxChanged,
+    ProcessesRefreshed,
+    ProposalDetailLoaded,
+    TraceEventsArrived,
+)
+from screens.widgets.detail.detail_pane import DetailPane
+from screens.widgets.inbox.inbox_pane import InboxPane
+from screens.widgets.processes.processes_pane import ProcessesPane
+from screens.widgets.trace.trace_view import TraceView
+from supervisor.ledger.errors import LedgerError
+from supervisor.ledger.models import Proposal, TraceEvent
+from supervisor.services.approvals import ApprovalsService, InboxChange
+from supervisor.services.guard import RenderedGuard, RenderGuardMissing
+from supervisor.services.processes import ProcessesService, ProcessRow
+from supervisor.services.settings import SupervisorSettings
+from supervisor.services.traces import TraceBatch, TracesService
+
+
+class MainScreen(DecisionActions, Screen[None]):
+    """Watch and steer: everything a supervisor needs on one screen."""
+
+    BINDINGS = [
+        Binding("a", "approve", "Approve", id="approve"),
+        Binding("r", "reject", "Reject", id="reject"),
+        Binding("c", "cancel_proposal", "Cancel", id="cancel"),
+        Binding("e", "edit", "Edit args", id="edit"),
+        Binding("x", "extend", "Extend", id="extend"),
+        Binding("b", "batch_approve", "Batch approve", id="batch-approve"),
+        Binding("o", "open_blob", "Open result", id="open-blob"),
+        Binding("h", "toggle_hash", "Full hash", id="toggle-hash"),
+        Binding("slash", "focus_filter", "Filter", id="focus-filter"),
+        Binding("i", "focus_inbox", "Inbox", show=False, id="focus-inbox"),
+        Binding("t", "focus_trace", "Trace", show=False, id="focus-trace"),
+        Binding("d", "focus_detail", "Detail", show=False, id="focus-detail"),
+    ]
+
+    def __init__(
+        self,
+        approvals: ApprovalsService,
+        traces: TracesService,
+        processes: ProcessesService,
+        settings: SupervisorSettings,
+    ) -> None:
+        super().__init__()
+        self.approvals = approvals
+        self.traces = traces
+        self.processes = processes
+        self.settings = settings
+        self.selected: Proposal | None = None
+        self.guard: RenderedGuard | None = None
+        self._warned: set[str] = set()
+        self._loaded = False
+
+    def compose(self) -> ComposeResult:
+        identity = self.approvals.identity.approver_id
+        yield Static(f"Agent Supervisor — approver {identity}", id="title-bar", markup=False)
+        with Horizontal(id="main-body"):
+            with Vertical(id="left-column"):
+                yield Static("Agents and processes", classes="pane-title")
+                yield ProcessesPane(id="processes")
+                yield Static("Approval inbox", classes="pane-title")
+                yield InboxPane(self.settings.high_risk_domains, id="inbox")
+                yield Static("Live trace", classes="pane-title")
+                yield TraceView(id="trace")
+            yield DetailPane(id="detail")
+        yield Footer()
+
+    # -- wiring ---------------------------------------------------------------------------
+
+    def _on_inbox(self, change: InboxChange) -> None:
+        self.post_message(InboxChanged(change))
+
+    def _on_trace(self, batch: TraceBatch) -> None:
+        self.post_message(TraceEventsArrived())
+
+    def _on_processes(self, rows: list[ProcessRow]) -> None:
+        self.post_message(ProcessesRefreshed(rows))
+
+    def on_mount(self) -> None:
+        self.approvals.subscribe(self._on_inbox)
+        self.traces.subscribe(self._on_trace)
+        self.processes.subscribe(self._on_processes)
+        self.query_one(InboxPane).now = self.now()
+        self.query_one(InboxPane).rebuild(self.approvals.pending())
+        self.query_one(TraceView).set_events(self.traces.events())
+        self.query_one(ProcessesPane).show_rows(self.processes.rows(), self.now())
+        self.set_interval(1.0, self._tick)
+        self.query_one("#inbox-table").focus()
+
+    def on_unmount(self) -> None:
+        self.approvals.unsubscribe(self._on_inbox)
+        self.traces.unsubscribe(self._on_trace)
+        self.processes.unsubscribe(self._on_processes)
+
+    def now(self) -> datetime:
+        return self.settings.now()
+
+    def _tick(self) -> None:
+        now = self.now()
+        self.query_one(InboxPane).tick(now)
+        for proposal in self.approvals.pending():
+            remaining = (proposal.expires_at - now).total_seconds()
+            if 0 < remaining <= self.settings.expiry_warning_seconds:
+                if proposal.proposal_id not in self._warned:
+                    self._warned.add(proposal.proposal_id)
+                    self.notify(
+                        f"{proposal.tool_name} from {proposal.owner or 'an agent'} expires in "
+                        f"{int(remaining)}s",
+                        title="Expiring soon",
+                        severity="warning",
+                    )
+
+    # -- service messages -----------------------------------------------------------------
+
+    def on_inbox_changed(self, message: InboxChanged) -> None:
+        change = message.change
+        inbox = self.query_one(InboxPane)
+        if not self._loaded and change.loaded and not change.decisions and not change.removed:
+            self._loaded = True
+            inbox.rebuild(self.approvals.pending())
+            return
+        fresh = [p for p in change.upserted if p.proposal_id not in inbox.proposals]
+        inbox.apply(change)
+        if fresh and self._loaded:
+            self.app.bell()
+            first = fresh[0]
+            more = f" (+{len(fresh) - 1} more)" if len(fresh) > 1 else ""
+            self.notify(
+                f"{first.tool_name} from {first.owner or 'an agent'}{more}",
+                title="New proposal",
+            )
+        me = self.approvals.identity.approver_id
+        for record in change.decisions:
+            if self.selected and record.subject == self.selected.proposal_id:
+                if record.actor != me:
+                    self.notify(
+                        f"{record.actor} {record.action}d this proposal at "
+                        f"{record.at:%H:%M:%S} UTC",
+                        title="Decided elsewhere",
+                        severity="warning",
+                    )
+                self.load_detail(record.subject)
+
+    def on_trace_events_arrived(self, message: TraceEventsArrived) -> None:
+        self.query_one(TraceView).set_events(self.traces.events())
+
+    def on_processes_refreshed(self, message: ProcessesRefreshed) -> None:
+        self.query_one(ProcessesPane).show_rows(message.rows, self.now())
+
+    # -- selection and detail -------------------------------------------------------------
+
+    def on_inbox_pane_proposal_highlighted(self, message: InboxPane.ProposalHighlighted) -> None:
+        proposal = message.proposal
+        if proposal is not None and self.selected is not None:
+            if proposal.proposal_id == self.selected.proposal_id and proposal == self.selected:
+                return
+        if proposal is None or self.selected is None or (
+            proposal.proposal_id != self.selected.proposal_id
+        ):
+            self.guard = None
+        self.selected = proposal
+        self.query_one(DetailPane).show_proposal(proposal)
+        self.refresh_bindings()
+        if proposal is not None:
+            self.load_detail(proposal.proposal_id)
+
+    def on_trace_view_event_selected(self, message: TraceView.EventSelected) -> None:
+        self.selected, self.guard = None, None
+        detail = self.query_one(DetailPane)
+        detail.show_event(message.event)
+        self.refresh_bindings()
+        if message.event.blob_ref:
+            self.load_blob_pointer(message.event)
+
+    @work(thread=True, exit_on_error=False, group="detail", exclusive=True)
+    def load_detail(self, proposal_id: str) -> None:
+        proposal = self.approvals.get(proposal_id)
+        history = self.approvals.history(proposal_id)
+        schema = self.approvals.tool_schema(proposal)
+        self.post_message(ProposalDetailLoaded(proposal, history, schema))
+
+    def on_proposal_detail_loaded(self, message: ProposalDetailLoaded) -> None:
+        self.schemas[message.proposal.proposal_id] = message.schema
+        self.query_one(DetailPane).show_history(message.proposal, message.history)
+        if self.selected and self.selected.proposal_id == message.proposal.proposal_id:
+            self.selected = message.proposal
+            self.refresh_bindings()
+
+    @work(thread=True, exit_on_error=False, group="blob", exclusive=True)
+    def load_blob_pointer(self, event: TraceEvent) -> None:
+        digest = (event.blob_ref or "").removeprefix("sha256:").removeprefix("blob:")
+        try:
+            blob = self.approvals.ledger.get_blob(digest)
+        except LedgerError as error:
+            self.post_message(BlobLoaded(event, None, error.message))
+            return
+        if blob is not None:
+            blob = blob.model_copy(update={"content": None})
+        self.post_message(BlobLoaded(event, blob, None))
+
+    def on_blob_loaded(self, message: BlobLoaded) -> None:
+        self.query_one(DetailPane).show_blob(message.blob, message.error)
+
+    def on_arguments_rendered(self, message: ArgumentsRendered) -> None:
+        if self.selected is None or message.proposal.proposal_id != self.selected.proposal_id:
+            return
+        try:
+            self.guard = self.approvals.confirm_rendered(message.proposal, message.lines)
+        except RenderGuardMissing as error:
+            self.notify(error.message, severity="error")
+            return
+        self.query_one(DetailPane).mark_rendered(message.proposal.proposal_id)
+        self.refresh_bindings()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state is WorkerState.ERROR and event.worker.error is not None:
+            error = event.worker.error
+            text = getattr(error, "message", None) or str(error)
+            self.notify(text, title="Ledger error", severity="error")
+
+    # -- focus ----------------------------------------------------------------------------
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#inbox-filter").focus()
+
+    def action_focus_inbox(self) -> None:
+        self.query_one("#inbox-table").focus()
+
+    def action_focus_trace(self) -> None:
+        self.query_one(TraceView).focus()
+
+    def action_focus_detail(self) -> None:
+        self.query_one("#detail-arguments").focus()
+
+    def action_toggle_hash(self) -> None:
+        self.query_one(DetailPane).toggle_full_hash()
