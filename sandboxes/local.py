@@ -49,8 +49,10 @@ def bwrap_argv(bwrap: str, workdir: Path, request: RunRequest) -> list[str]:
     for path in ETC_FILES:
         if os.path.exists(path):
             argv += ["--ro-bind", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-             "--bind", str(workdir), "/work", "--chdir", "/work", "--clearenv"]  # fmt: skip
+    argv += ["--proc", "/proc", "--dev", "/dev",
+             "--size", str(request.limits.tmp_bytes), "--tmpfs", "/tmp",
+             "--bind", str(workdir), "/work", "--remount-ro", "/dev", "--remount-ro", "/",
+             "--chdir", "/work", "--clearenv"]  # fmt: skip
     env = {"PATH": SANDBOX_PATH, "HOME": "/work", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
            "PYTHONDONTWRITEBYTECODE": "1", **request.env}  # fmt: skip
     for key, value in env.items():

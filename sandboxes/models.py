@@ -30,6 +30,7 @@ class Limits(BaseModel):
             available).
         output_cap_bytes: Bytes of stdout and of stderr kept; the rest is counted and dropped.
         files_out_bytes: Total bytes of files returned from the run.
+        tmp_bytes: Size of the private in-memory ``/tmp``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -41,6 +42,7 @@ class Limits(BaseModel):
     processes: int = Field(default=64, ge=4)
     output_cap_bytes: int = Field(default=1 * MiB, ge=1024)
     files_out_bytes: int = Field(default=16 * MiB, ge=0)
+    tmp_bytes: int = Field(default=64 * MiB, ge=1 * MiB)
 
 
 class RunRequest(BaseModel):

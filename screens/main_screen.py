@@ -13,7 +13,6 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
@@ -39,7 +38,7 @@ from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import TraceBatch, TracesService
 
 
-class MainScreen(DecisionActions, Screen[None]):
+class MainScreen(DecisionActions):
     """Watch and steer: everything a supervisor needs on one screen."""
 
     BINDINGS = [
@@ -64,13 +63,9 @@ class MainScreen(DecisionActions, Screen[None]):
         processes: ProcessesService,
         settings: SupervisorSettings,
     ) -> None:
-        super().__init__()
-        self.approvals = approvals
+        super().__init__(approvals, settings)
         self.traces = traces
         self.processes = processes
-        self.settings = settings
-        self.selected: Proposal | None = None
-        self.guard: RenderedGuard | None = None
         self._warned: set[str] = set()
         self._loaded = False
 
@@ -103,6 +98,7 @@ class MainScreen(DecisionActions, Screen[None]):
         self.approvals.subscribe(self._on_inbox)
         self.traces.subscribe(self._on_trace)
         self.processes.subscribe(self._on_processes)
+        self._loaded = self.approvals.loaded
         self.query_one(InboxPane).now = self.now()
         self.query_one(InboxPane).rebuild(self.approvals.pending())
         self.query_one(TraceView).set_events(self.traces.events())
@@ -138,13 +134,11 @@ class MainScreen(DecisionActions, Screen[None]):
     def on_inbox_changed(self, message: InboxChanged) -> None:
         change = message.change
         inbox = self.query_one(InboxPane)
-        if not self._loaded and change.loaded and not change.decisions and not change.removed:
-            self._loaded = True
-            inbox.rebuild(self.approvals.pending())
-            return
         fresh = [p for p in change.upserted if p.proposal_id not in inbox.proposals]
         inbox.apply(change)
-        if fresh and self._loaded:
+        if not self._loaded:
+            self._loaded = change.loaded
+        elif fresh:
             self.app.bell()
             first = fresh[0]
             more = f" (+{len(fresh) - 1} more)" if len(fresh) > 1 else ""

@@ -201,6 +201,11 @@ class ApprovalsService:
             self._publish(change)
         return change
 
+    @property
+    def loaded(self) -> bool:
+        """True once the initial pending set was read."""
+        return self._loaded
+
     def pending(self) -> list[Proposal]:
         """Pending proposals, oldest first."""
         with self._lock:

@@ -1,0 +1,124 @@
+"""The composition root: ``make_app`` builds the services and the app for the CLI and tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from screens.main_screen import MainScreen
+from supervisor.assets import asset_path
+from supervisor.ledger.service import ApprovalLedger
+from supervisor.provider import SQLModelProvider
+from supervisor.services.approvals import ApprovalsService
+from supervisor.services.identity import ApproverIdentity
+from supervisor.services.processes import ProcessesService
+from supervisor.services.settings import SupervisorSettings
+from supervisor.services.traces import TracesService
+
+#: (action, title, help) of the main screen's commands, listed in the command palette.
+MAIN_COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("approve", "Approve proposal", "Approve the selected pending proposal"),
+    ("batch_approve", "Batch approve identical", "Approve every pending twin (tool + args hash)"),
+    ("reject", "Reject proposal", "Reject the selected proposal with a reason"),
+    ("cancel_proposal", "Cancel proposal", "Withdraw the selected proposal"),
+    ("edit", "Edit arguments", "Supersede the selected proposal with edited arguments"),
+    ("extend", "Extend expiry", "Push back the selected proposal's expiry"),
+    ("open_blob", "Open offloaded result", "View the selected event's full result"),
+    ("toggle_hash", "Toggle full args hash", "Show the args hash in full"),
+    ("focus_filter", "Filter the inbox", "Focus the inbox filter"),
+    ("focus_trace", "Focus the live trace", "Move to the trace"),
+)
+
+
+class SupervisorApp(App[None]):
+    """The supervisor. Build it with :func:`make_app`; it only composes screens."""
+
+    TITLE = "Agent Supervisor"
+    CSS_PATH = asset_path("styles", "supervisor.tcss")
+    BINDINGS = [Binding("q", "quit", "Quit", id="quit")]
+
+    def __init__(
+        self,
+        settings: SupervisorSettings,
+        *,
+        approvals: ApprovalsService | None = None,
+        traces: TracesService | None = None,
+        processes: ProcessesService | None = None,
+        review_source: str | None = None,
+        provider: SQLModelProvider | None = None,
+    ) -> None:
+        super().__init__()
+        self.settings = settings
+        self.approvals = approvals
+        self.traces = traces
+        self.processes = processes
+        self.review_source = review_source
+        self._provider = provider
+
+    def _services(self) -> list[ApprovalsService | TracesService | ProcessesService]:
+        return [s for s in (self.approvals, self.traces, self.processes) if s is not None]
+
+    def on_mount(self) -> None:
+        if self.review_source is not None:
+            from screens.review_screen import ReviewScreen
+
+            self.push_screen(ReviewScreen(self.review_source))
+            return
+        assert self.approvals and self.traces and self.processes
+        self.push_screen(MainScreen(self.approvals, self.traces, self.processes, self.settings))
+        for service in self._services():
+            service.start()
+
+    def on_unmount(self) -> None:
+        for service in self._services():
+            service.stop()
+        if self._provider is not None:
+            self._provider.close()
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        if isinstance(screen, MainScreen):
+            for action, title, help_text in MAIN_COMMANDS:
+                if screen.check_action(action, ()):
+
+                    def run(name: str = action) -> None:
+                        self.call_next(screen.run_action, name)
+
+                    yield SystemCommand(title, help_text, run)
+
+
+def make_app(
+    settings: SupervisorSettings | None = None,
+    *,
+    ledger: ApprovalLedger | None = None,
+    identity: ApproverIdentity | None = None,
+    review_source: str | None = None,
+) -> SupervisorApp:
+    """Build the supervisor app and its services.
+
+    Args:
+        settings: Instance settings; ``settings.db_url`` picks the ledger when ``ledger`` is
+            not given (``None`` means the default ledger).
+        ledger: An open ledger to use (tests pass one over a temporary SQLite file).
+        identity: Who decides; defaults to OS user@host plus a fresh instance id, via=tui.
+        review_source: Open the read-only offline review of this ledger path/URL or JSONL
+            trace instead of the live screens.
+
+    Returns:
+        The app, not yet running.
+    """
+    settings = settings or SupervisorSettings()
+    if review_source is not None:
+        return SupervisorApp(settings, review_source=review_source)
+    provider: SQLModelProvider | None = None
+    if ledger is None:
+        provider = SQLModelProvider(settings.db_url)
+        ledger = provider.ledger
+    approvals = ApprovalsService(ledger, identity or ApproverIdentity.current("tui"), settings)
+    traces = TracesService(ledger, settings)
+    processes = ProcessesService(ledger, settings, pending=approvals.pending, trace=traces.events)
+    return SupervisorApp(
+        settings, approvals=approvals, traces=traces, processes=processes, provider=provider
+    )

@@ -1,0 +1,140 @@
+"""Offline review: a ledger or an exported JSONL trace, read-only, indexed in the background.
+
+A thread worker reads the source chunk by chunk and posts each chunk; the first one is on
+screen before the rest is indexed. Filters (agent, thread, tool, status) and a search narrow
+the timeline; the side panel shows the outcome mix and per-tool statistics.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Select, Static
+from textual.worker import Worker, WorkerState
+
+from screens.widgets.review.stats import stats_text
+from screens.widgets.review.timeline import ReviewTimeline
+from supervisor.services.review import ReviewFilter, ReviewIndex, ReviewRow, iter_source
+
+FILTERS = ("agent", "thread", "tool", "status")
+
+
+class ReviewChunkIndexed(Message):
+    """A chunk of the source was read (``done`` after the last one)."""
+
+    def __init__(self, rows: list[ReviewRow], done: bool) -> None:
+        super().__init__()
+        self.rows = rows
+        self.done = done
+
+
+class ReviewScreen(Screen[None]):
+    """Read-only timeline, filters, search and statistics of one trace source."""
+
+    BINDINGS = [
+        Binding("slash", "focus_search", "Search", id="review.search"),
+        Binding("s", "toggle_stats", "Stats", id="review.stats"),
+        Binding("escape", "clear_filters", "Clear filters", id="review.clear"),
+        Binding("q", "app.quit", "Quit", id="review.quit"),
+    ]
+
+    def __init__(self, source: str) -> None:
+        super().__init__()
+        self.source = source
+        self.index = ReviewIndex()
+        self.review_filter = ReviewFilter()
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"Offline review — {self.source} (read-only)"), id="title-bar")
+        with Horizontal(id="review-filters"):
+            for name in FILTERS:
+                yield Select[str]([], prompt=name, id=f"filter-{name}", allow_blank=True)
+            yield Input(placeholder="search", id="review-search")
+        with Horizontal(id="review-body"):
+            yield ReviewTimeline(id="review-timeline")
+            with Vertical(id="review-side"):
+                yield Static("", id="review-stats", markup=False)
+        yield Static("indexing …", id="review-status", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.load_source()
+
+    @work(thread=True, exit_on_error=False, group="review")
+    def load_source(self) -> None:
+        for chunk in iter_source(self.source):
+            self.post_message(ReviewChunkIndexed(chunk, False))
+        self.post_message(ReviewChunkIndexed([], True))
+
+    def on_review_chunk_indexed(self, message: ReviewChunkIndexed) -> None:
+        first = not self.index.rows
+        self.index.add(message.rows)
+        if message.done:
+            self.index.complete = True
+        if first or message.done:
+            self._refresh_options()
+        self._apply()
+
+    def _refresh_options(self) -> None:
+        facets = {
+            "agent": sorted(self.index.agents),
+            "thread": sorted(self.index.threads),
+            "tool": sorted(self.index.tools),
+            "status": sorted(self.index.outcomes),
+        }
+        for name, values in facets.items():
+            select: Select[str] = self.query_one(f"#filter-{name}", Select)
+            current = select.value
+            with self.prevent(Select.Changed):
+                select.set_options((value, value) for value in values)
+                if isinstance(current, str) and current in values:
+                    select.value = current
+
+    def _apply(self) -> None:
+        rows = self.index.select(self.review_filter)
+        self.query_one(ReviewTimeline).set_rows(rows)
+        self.query_one("#review-stats", Static).update(stats_text(self.index))
+        state = "indexed" if self.index.complete else "indexing …"
+        self.query_one("#review-status", Static).update(
+            f"{len(rows):,} of {len(self.index.rows):,} events shown — {state}"
+        )
+
+    def _filter_values(self) -> dict[str, str]:
+        values: dict[str, str] = {}
+        for name in FILTERS:
+            value = self.query_one(f"#filter-{name}", Select).value
+            values[name] = value if isinstance(value, str) else ""
+        return values
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        self.review_filter = ReviewFilter(
+            **self._filter_values(), text=self.query_one("#review-search", Input).value
+        )
+        self._apply()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.review_filter = ReviewFilter(**self._filter_values(), text=event.value)
+        self._apply()
+
+    def action_focus_search(self) -> None:
+        self.query_one("#review-search", Input).focus()
+
+    def action_toggle_stats(self) -> None:
+        self.query_one("#review-side").toggle_class("-hidden")
+
+    def action_clear_filters(self) -> None:
+        for name in FILTERS:
+            self.query_one(f"#filter-{name}", Select).clear()
+        self.query_one("#review-search", Input).value = ""
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state is WorkerState.ERROR and event.worker.error is not None:
+            error = event.worker.error
+            text = getattr(error, "message", None) or str(error)
+            self.query_one("#review-status", Static).update(f"cannot read {self.source}: {text}")
+            self.notify(text, title="Review failed", severity="error")
