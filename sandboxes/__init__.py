@@ -1,1 +1,65 @@
-"""Execution boundaries: code sandboxes and the Browser Use worker. Never imports the UI."""
+"""Execution boundaries: code sandboxes and the Browser Use worker. Never imports the UI.
+
+Names load on first use, so ``import sandboxes`` is light and never imports the e2b SDK (only
+choosing the ``e2b`` backend does).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "run_code": "sandboxes.tools",
+    "run_command": "sandboxes.tools",
+    "configure_sandbox_tools": "sandboxes.tools",
+    "Sandbox": "sandboxes.base",
+    "RunContext": "sandboxes.base",
+    "get_backend": "sandboxes.base",
+    "default_backend_name": "sandboxes.base",
+    "BACKENDS": "sandboxes.base",
+    "RunRequest": "sandboxes.models",
+    "RunResult": "sandboxes.models",
+    "Limits": "sandboxes.models",
+    "RunEvent": "sandboxes.events",
+    "LedgerSink": "sandboxes.events",
+    "CallbackSink": "sandboxes.events",
+    "SandboxSettings": "sandboxes.runner",
+    "run_in_sandbox": "sandboxes.runner",
+    "kill": "sandboxes.control",
+    "SandboxError": "sandboxes.errors",
+    "SandboxUnavailable": "sandboxes.errors",
+    "UnknownSandboxBackend": "sandboxes.errors",
+    "InvalidRunRequest": "sandboxes.errors",
+    "KillRefused": "sandboxes.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from sandboxes.base import BACKENDS, RunContext, Sandbox, default_backend_name, get_backend
+    from sandboxes.control import kill
+    from sandboxes.errors import (
+        InvalidRunRequest,
+        KillRefused,
+        SandboxError,
+        SandboxUnavailable,
+        UnknownSandboxBackend,
+    )
+    from sandboxes.events import CallbackSink, LedgerSink, RunEvent
+    from sandboxes.models import Limits, RunRequest, RunResult
+    from sandboxes.runner import SandboxSettings, run_in_sandbox
+    from sandboxes.tools import configure_sandbox_tools, run_code, run_command
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'sandboxes' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

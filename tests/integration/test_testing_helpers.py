@@ -1,0 +1,45 @@
+"""The helpers users import from supervisor.testing work as documented."""
+
+from __future__ import annotations
+
+import pytest
+
+from supervisor import MemAgentBuilder
+from supervisor.demo.tools import create_customer, inventory_lookup
+from supervisor.testing import (
+    CallTools,
+    Reply,
+    ScriptedModel,
+    ToolCall,
+    approve_all,
+    assert_refused,
+    llm_config,
+    temporary_ledger,
+)
+
+
+def test_assert_refused_passes_and_fails_as_documented() -> None:
+    assert_refused(inventory_lookup, {"sku": "A", "approved": True}, "reserved_argument")
+    with pytest.raises(AssertionError, match="accepted"):
+        assert_refused(inventory_lookup, {"sku": "A"}, "invalid_arguments")
+    with pytest.raises(AssertionError, match="expected 'unknown_argument'"):
+        assert_refused(inventory_lookup, {"sku": 1}, "unknown_argument")
+
+
+def test_scripted_model_temporary_ledger_and_approve_all() -> None:
+    script = [
+        CallTools([ToolCall("create_customer", {"name": "Ada", "email": "a@b.c"})]),
+        Reply("created"),
+    ]
+    with temporary_ledger() as provider, ScriptedModel(script) as model:
+        agent = (
+            MemAgentBuilder()
+            .with_llm_config(llm_config(model))
+            .with_memory_provider(provider)
+            .with_tools([create_customer])
+            .build()
+        )
+        assert agent.run("create Ada").status == "awaiting_approval"
+        (proposal_id,) = approve_all(agent)
+        resumed = agent.resume_approval(proposal_id, continue_model=True)
+        assert resumed.consumed and resumed.assistant_response == "created"
