@@ -11,6 +11,7 @@ from supervisor.testing import (
     Reply,
     ScriptedModel,
     ToolCall,
+    Turn,
     approve_all,
     assert_refused,
     llm_config,
@@ -27,7 +28,7 @@ def test_assert_refused_passes_and_fails_as_documented() -> None:
 
 
 def test_scripted_model_temporary_ledger_and_approve_all() -> None:
-    script = [
+    script: list[Turn] = [
         CallTools([ToolCall("create_customer", {"name": "Ada", "email": "a@b.c"})]),
         Reply("created"),
     ]
