@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import click
 
@@ -16,7 +18,13 @@ from supervisor import __version__
 from supervisor.errors import SupervisorError
 
 #: name -> ("module:attribute", one-line help). Add a command group with one line here.
-LAZY_COMMANDS: dict[str, tuple[str, str]] = {}
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "sandbox": ("supervisor.cli.sandbox:sandbox", "Run commands in the code sandbox."),
+    "doctor": ("supervisor.cli.doctor:doctor", "Check sandbox isolation, Chromium and the ledger."),
+    "proposals": ("supervisor.cli.proposals:proposals", "List, show and decide proposals."),
+    "traces": ("supervisor.cli.traces:traces", "Tail, export and review tool traces."),
+    "audit": ("supervisor.cli.audit:audit", "Verify the audit hash chain."),
+}
 
 
 class LazyGroup(click.Group):
@@ -45,10 +53,23 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, prog_name="supervisor")
-def cli() -> None:
-    """Supervise AI agents: governed tools, durable approvals, live traces."""
+@click.option("--db", "db_url", metavar="URL", default=None, help="Ledger URL for the TUI.")
+@click.pass_context
+def cli(ctx: click.Context, db_url: str | None) -> None:
+    """Supervise AI agents: governed tools, durable approvals, live traces.
+
+    Without a command, opens the supervisor TUI on the ledger (--db URL for another).
+    """
+    if ctx.invoked_subcommand is None:
+        from supervisor.cli.tui import open_tui
+
+        open_tui(db_url)
 
 
 @cli.group()
@@ -95,11 +116,30 @@ def tools_show(reference: str, as_json: bool) -> None:
 
 
 @cli.command()
-def demo() -> None:
-    """Walk through governed dispatch with the seed's example tools."""
-    from supervisor.demo.walkthrough import run_walkthrough
+@click.option("--no-tui", is_flag=True, help="Follow along in this terminal instead of the TUI.")
+@click.option("--auto-approve", is_flag=True, help="Approve every demo proposal (with --no-tui).")
+@click.option("--home", type=click.Path(path_type=Path), help="Folder for the demo ledger.")
+@click.option("--walkthrough", is_flag=True, help="Only print the governed-dispatch walk-through.")
+def demo(no_tui: bool, auto_approve: bool, home: Path | None, walkthrough: bool) -> None:
+    """Run demo agents against a scripted model and supervise them."""
+    if walkthrough:
+        from supervisor.demo.walkthrough import run_walkthrough
 
-    run_walkthrough(click.echo)
+        run_walkthrough(click.echo)
+        return
+    from supervisor.demo.run import default_home, run_demo
+
+    tui = not no_tui and sys.stdin.isatty() and sys.stdout.isatty()
+    opener: Callable[[str], None] | None = None
+    if tui:
+        from supervisor.cli.tui import open_tui  # the one place the demo imports Textual
+
+        opener = open_tui
+    code = run_demo(
+        home or default_home(), tui=tui, auto_approve=auto_approve, echo=click.echo,
+        open_tui=opener,
+    )  # fmt: skip
+    sys.exit(code)
 
 
 def main() -> None:

@@ -63,3 +63,17 @@ def replica_inventory_lookup(sku: str) -> ToolResult[list[dict[str, Any]]]:
             result_count=len(rows),
         ),
     )
+
+
+@governed_tool(deterministic=True, domains=("reports",))
+def export_stock_report(warehouse: Literal["london", "new-york"] = "london") -> dict[str, Any]:
+    """Export the full stock report of a warehouse (a large result).
+
+    Args:
+        warehouse: Which warehouse.
+    """
+    rows = [
+        {"sku": f"SKU-{index:05d}", "warehouse": warehouse, "available": index % 17}
+        for index in range(2_000)
+    ]
+    return {"report_id": f"rep_{warehouse}_2026_12", "rows": rows}

@@ -15,7 +15,7 @@ SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     assert SUPERVISOR is not None, "the console script is not installed"
-    return subprocess.run([SUPERVISOR, *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([SUPERVISOR, *args], capture_output=True, text=True, timeout=180)
 
 
 def test_help_lists_commands() -> None:
@@ -43,6 +43,23 @@ def test_typed_error_is_one_clear_line_and_exit_2() -> None:
 
 @pytest.mark.parametrize("code", ["reserved_argument", "unknown_argument", "approval_required"])
 def test_demo_walkthrough_shows_refusals(code: str) -> None:
-    result = _run("demo")
+    result = _run("demo", "--walkthrough")
     assert result.returncode == 0, result.stderr
     assert f'"code": "{code}"' in result.stdout
+
+
+def test_demo_without_tui_runs_the_agents_and_waits_for_decisions(tmp_path: Path) -> None:
+    result = _run("demo", "--no-tui", "--auto-approve", "--home", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Demo ledger: sqlite:///{tmp_path / 'ledger.db'}" in result.stdout
+    assert "create_customer" in result.stdout
+    assert "All demo agents finished." in result.stdout
+    from supervisor import SQLModelProvider
+
+    with SQLModelProvider(f"sqlite:///{tmp_path / 'ledger.db'}") as provider:
+        (proposal,) = provider.ledger.list(tool_name="create_customer").items
+        assert proposal.status.value == "executed"
+        assert proposal.approver_context is not None
+        assert proposal.approver_context.via == "cli"
+        kinds = {record.kind for record in provider.ledger.list_processes()}
+        assert kinds == {"agent_run"}

@@ -1,0 +1,126 @@
+"""``supervisor demo``: a scripted model, four demo agents as supervised subprocesses, a ledger.
+
+The agents look up stock, create a CRM customer (which waits for approval), export a large
+report (offloaded to a pointer) and hit a fallback provider. With the TUI, decide in the inbox;
+without it (``--no-tui``), decide with ``supervisor proposals approve ID --db URL`` from another
+terminal, or pass ``--auto-approve``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import platformdirs
+
+from supervisor.demo.model import SCENARIOS, demo_turn
+from supervisor.ledger.models import ApproverContext
+from supervisor.provider import SQLModelProvider
+from supervisor.scripted_model import ScriptedModel
+
+Echo = Callable[[str], object]
+
+
+def default_home() -> Path:
+    """Where the demo keeps its ledger and logs (reused, so a restart shows the same state)."""
+    return Path(platformdirs.user_data_dir("agent-supervisor")) / "demo"
+
+
+def _stop(processes: list[subprocess.Popen[bytes]], grace: float = 3.0) -> None:
+    for process in processes:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for process in processes:
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def run_demo(
+    home: Path,
+    *,
+    tui: bool,
+    auto_approve: bool,
+    echo: Echo,
+    open_tui: Callable[[str], None] | None = None,
+) -> int:
+    """Start the model and the agents, then open the TUI or follow along headless.
+
+    Returns:
+        0 when every agent finished (or the TUI was closed), 1 otherwise.
+    """
+    (home / "logs").mkdir(parents=True, exist_ok=True)
+    url = f"sqlite:///{home / 'ledger.db'}"
+    provider = SQLModelProvider(url)
+    model = ScriptedModel(demo_turn).start()
+    env = {**os.environ, **model.env(), "SUPERVISOR_DB": url}
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        for scenario in SCENARIOS:
+            # In TUI mode the agents log to files (the app owns the terminal).
+            output = open(home / "logs" / f"{scenario}.log", "ab") if tui else None
+            processes.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "supervisor.demo.agent", scenario],
+                    env=env,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
+        echo(f"Demo ledger: {url}")
+        echo(f"Agent logs:  {home / 'logs'}")
+        if tui and open_tui is not None:
+            open_tui(url)
+            return 0
+        return _follow(provider, processes, auto_approve, url, echo)
+    except KeyboardInterrupt:
+        echo("Stopping the demo agents.")
+        return 1
+    finally:
+        _stop(processes)
+        model.stop()
+        provider.close()
+
+
+def _follow(
+    provider: SQLModelProvider,
+    processes: list[subprocess.Popen[bytes]],
+    auto_approve: bool,
+    url: str,
+    echo: Echo,
+) -> int:
+    seen: set[str] = set()
+    context = ApproverContext.current(via="cli")
+    approver = f"{context.os_user}@{context.host}"
+    while any(process.poll() is None for process in processes):
+        for proposal in provider.ledger.list(status="pending", limit=100).items:
+            if proposal.proposal_id in seen:
+                continue
+            seen.add(proposal.proposal_id)
+            echo(
+                f"Pending: {proposal.proposal_id} {proposal.tool_name} "
+                f"{proposal.arguments} ({proposal.policy_reason})"
+            )
+            if auto_approve:
+                provider.ledger.approve(
+                    proposal.proposal_id, approver, "approved by supervisor demo --auto-approve",
+                    context=context, via="cli",
+                )  # fmt: skip
+                echo(f"Approved {proposal.proposal_id} as {approver}")
+            else:
+                echo(
+                    f"  decide with: supervisor proposals approve {proposal.proposal_id} --db {url}"
+                )
+        time.sleep(0.3)
+    failed = [process.returncode for process in processes if process.returncode != 0]
+    echo("All demo agents finished." if not failed else f"{len(failed)} demo agent(s) failed.")
+    return 1 if failed else 0
