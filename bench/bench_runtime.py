@@ -62,7 +62,7 @@ def overhead(turns: int, url: str) -> None:
         import openai
 
         client = openai.OpenAI(base_url=model.base_url, api_key="k")
-        tools = [inventory_lookup.openai.definition]
+        tools: list[Any] = [inventory_lookup.openai.definition]
 
         def bare() -> None:
             messages: list[Any] = [{"role": "user", "content": "stock?"}]
@@ -70,7 +70,9 @@ def overhead(turns: int, url: str) -> None:
             call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
             result = inventory_lookup.dispatch(call.function.arguments)  # type: ignore[union-attr]
             messages.append(first.choices[0].message.model_dump(exclude_none=True))
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": result.model_content()})
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": result.model_content()}
+            )
             client.chat.completions.create(model="m", messages=messages, tools=tools)
 
         agent_times: list[float] = []
@@ -170,7 +172,9 @@ def main() -> None:
         print()
         print("decision -> resume on SQLite (ms)     seen p50  seen p95  resumed p50  resumed p95")
         for mode, seen, done in rows:
-            label = "wait_for_decision (change feed)" if mode == "feed" else "peer: poll every 100 ms"
+            label = (
+                "wait_for_decision (change feed)" if mode == "feed" else "peer: poll every 100 ms"
+            )
             print(
                 f"{label:36s} {_percentile(seen, 0.5):8.1f} {_percentile(seen, 0.95):9.1f} "
                 f"{_percentile(done, 0.5):12.1f} {_percentile(done, 0.95):12.1f}"

@@ -34,7 +34,30 @@ _EXPORTS: dict[str, str] = {
     "KillRefused": "sandboxes.errors",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "BACKENDS",
+    "CallbackSink",
+    "InvalidRunRequest",
+    "KillRefused",
+    "LedgerSink",
+    "Limits",
+    "RunContext",
+    "RunEvent",
+    "RunRequest",
+    "RunResult",
+    "Sandbox",
+    "SandboxError",
+    "SandboxSettings",
+    "SandboxUnavailable",
+    "UnknownSandboxBackend",
+    "configure_sandbox_tools",
+    "default_backend_name",
+    "get_backend",
+    "kill",
+    "run_code",
+    "run_command",
+    "run_in_sandbox",
+]
 
 if TYPE_CHECKING:
     from sandboxes.base import BACKENDS, RunContext, Sandbox, default_backend_name, get_backend

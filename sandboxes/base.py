@@ -61,6 +61,7 @@ class RunContext:
         self.cancelled = threading.Event()
         self.pid: int | None = None
         self.detail: dict[str, Any] = {}
+        self.command = request.describe()
         self.started = False
         self._last_beat = 0.0
 
@@ -92,7 +93,7 @@ class RunContext:
         }
         return RunEvent(
             kind=kind, run_id=self.run_id, process_id=self.process_id,
-            backend=self.sandbox.name, pid=self.pid, command=self.request.describe(),
+            backend=self.sandbox.name, pid=self.pid, command=self.command,
             actor=self.actor, payload=payload, **fields,
         )  # fmt: skip
 

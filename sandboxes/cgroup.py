@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import time
 from pathlib import Path
 
 V1_ROOT = Path("/sys/fs/cgroup/pids")
@@ -73,7 +75,16 @@ class PidsCgroup:
                 procs.write(str(os.getpid()))
 
     def remove(self) -> None:
-        """Delete the group once every process in it has exited."""
-        if self.path is not None:
+        """SIGKILL anything still in the group, then delete it."""
+        if self.path is None:
+            return
+        for _ in range(50):
             with contextlib.suppress(OSError):
+                for pid in (self.path / "cgroup.procs").read_text().split():
+                    with contextlib.suppress(OSError):
+                        os.kill(int(pid), signal.SIGKILL)
+            try:
                 self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.02)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import socket
-import time
 from pathlib import Path
 
 from sandboxes.errors import KillRefused
 from sandboxes.events import RunLedger
+from sandboxes.proctree import terminate_run
 from supervisor.ledger.models import ProcessRecord
 
 KILL_GRACE_SECONDS = 2.0
@@ -34,7 +32,7 @@ def find_process(ledger: RunLedger, process_id: str) -> ProcessRecord:
 def kill(
     process_id: str, *, ledger: RunLedger | None = None, grace: float = KILL_GRACE_SECONDS
 ) -> bool:
-    """Stop a running sandbox run: SIGTERM its process group, then SIGKILL after ``grace``.
+    """Stop a running sandbox run: SIGTERM its processes, then SIGKILL the whole tree.
 
     Works from any process on the run's host (the TUI, a CLI, another thread). The record's pid
     is checked to still be a bubblewrap process before anything is signalled, so a recycled pid
@@ -70,20 +68,15 @@ def kill(
     if pid is None or not _is_bwrap(pid):
         ledger.heartbeat(process_id, status="lost")
         return False
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and _alive(pid):
-        time.sleep(0.02)
-    if _alive(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
+    terminate_run(pid, grace)
     ledger.heartbeat(process_id, status="killed")
     return True
 
 
 def _kill_e2b(record: ProcessRecord, ledger: RunLedger) -> bool:
-    sandbox_id = record.command.rpartition("[e2b:")[2].rstrip("]") if "[e2b:" in record.command else ""
+    sandbox_id = (
+        record.command.rpartition("[e2b:")[2].rstrip("]") if "[e2b:" in record.command else ""
+    )
     if not sandbox_id:
         raise KillRefused(f"Process {record.process_id} has no E2B sandbox id to kill.")
     from e2b import Sandbox as E2BSdkSandbox
@@ -99,11 +92,3 @@ def _is_bwrap(pid: int) -> bool:
     except OSError:
         return False
     return os.path.basename(argv0) == b"bwrap"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")

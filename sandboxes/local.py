@@ -9,7 +9,6 @@ and does not isolate.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import resource
 import selectors
@@ -27,6 +26,7 @@ from sandboxes.cgroup import PidsCgroup
 from sandboxes.events import RunLedger, RunSink
 from sandboxes.isolation import drop_to, find_bwrap, require_isolation
 from sandboxes.models import KillReason, Limits, RunRequest
+from sandboxes.proctree import terminate_run
 
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/alternatives")
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -228,18 +228,8 @@ def _kill_reason(returncode: int, timed_out: bool, cancelled: bool) -> KillReaso
 
 
 def _kill_group(process: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS) -> None:
-    """SIGTERM the run's process group, then SIGKILL it after ``grace`` seconds.
-
-    bwrap leads the group; its pid-namespace init dies with it (``--die-with-parent``) and takes
-    every sandboxed process along, whatever session or group they moved to.
-    """
+    """Stop the run's whole tree (see :func:`sandboxes.proctree.terminate_run`) and reap bwrap."""
     if process.poll() is not None:
         return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGTERM if grace > 0 else signal.SIGKILL)
-    try:
-        process.wait(timeout=grace if grace > 0 else 5)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    terminate_run(process.pid, grace)
+    process.wait()

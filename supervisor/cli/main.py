@@ -24,6 +24,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "proposals": ("supervisor.cli.proposals:proposals", "List, show and decide proposals."),
     "traces": ("supervisor.cli.traces:traces", "Tail, export and review tool traces."),
     "audit": ("supervisor.cli.audit:audit", "Verify the audit hash chain."),
+    "mcp-server": ("supervisor.cli.mcp_server:mcp_server", "Read-only ledger view over MCP."),
 }
 
 

@@ -1,0 +1,58 @@
+"""The Browser Use worker: a separate process whose every browser action is gated.
+
+``from sandboxes.browser import BrowserTask`` starts one. Names load on first use and nothing
+here imports ``browser_use``; only the worker process (``sandboxes.browser.worker``) and the
+gate (``sandboxes.browser.gate``) do.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "BrowserTask": "sandboxes.browser.task",
+    "BrowserTaskHandle": "sandboxes.browser.task",
+    "BrowserPolicy": "sandboxes.browser.policy",
+    "BrowserRule": "sandboxes.browser.policy",
+    "PolicyDecision": "sandboxes.browser.policy",
+    "BrowserWorkerConfig": "sandboxes.browser.config",
+    "BrowserRunResult": "sandboxes.browser.config",
+    "ChromiumNotFound": "sandboxes.browser.config",
+    "find_chromium": "sandboxes.browser.config",
+}
+
+__all__ = [
+    "BrowserPolicy",
+    "BrowserRule",
+    "BrowserRunResult",
+    "BrowserTask",
+    "BrowserTaskHandle",
+    "BrowserWorkerConfig",
+    "ChromiumNotFound",
+    "PolicyDecision",
+    "find_chromium",
+]
+
+if TYPE_CHECKING:
+    from sandboxes.browser.config import (
+        BrowserRunResult,
+        BrowserWorkerConfig,
+        ChromiumNotFound,
+        find_chromium,
+    )
+    from sandboxes.browser.policy import BrowserPolicy, BrowserRule, PolicyDecision
+    from sandboxes.browser.task import BrowserTask, BrowserTaskHandle
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'sandboxes.browser' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,260 @@
+"""The approval gate every browser action passes, inside the worker, at ``Tools.act``.
+
+``GatedTools`` is browser-use's ``Tools`` with ``act`` wrapped: the agent's ``multi_act`` (and
+initial actions) reach the browser only through it. For each action the gate
+
+1. resolves it to its target (`resolve_action`) and asks the policy;
+2. ``deny``: returns an error to the agent, nothing is proposed and nothing runs;
+3. ``allow``: runs it and records a trace event;
+4. ``ask``: proposes it to the ledger bound to URL, tab and element, waits for the decision,
+   resolves it again and refuses unless the hash equals the approved one, claims the proposal
+   with that hash, runs it and records ``complete`` or ``fail``. A rejection goes back to the
+   agent as ``rejected by a human reviewer: <reason>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from browser_use import Tools
+from browser_use.agent.views import ActionResult
+
+from sandboxes.browser.policy import BrowserPolicy
+from sandboxes.browser.targets import ResolvedAction, resolve_action
+from supervisor.errors import SupervisorError
+from supervisor.ledger.errors import LedgerError
+from supervisor.ledger.models import ExecutorIdentity, Proposal, ProposalStatus, TraceEvent
+from supervisor.ledger.service import ApprovalLedger
+
+_log = logging.getLogger(__name__)
+
+_WAIT_SLICE_S = 1.0
+
+
+class ApprovalGate:
+    """Policy, proposal, decision, re-check, claim and outcome for one browser worker.
+
+    Args:
+        ledger: The approval ledger shared with the supervisor.
+        policy: Allowed domains and allow/ask/deny rules.
+        worker_id: This worker's id (process id in the ledger, ``browser`` in targets).
+        owner: Agent id the proposals are filed under.
+        thread_id: Thread the proposals are filed under.
+        approval_timeout: Seconds to wait for a decision; also the proposals' TTL.
+    """
+
+    def __init__(
+        self,
+        ledger: ApprovalLedger,
+        policy: BrowserPolicy,
+        *,
+        worker_id: str,
+        owner: str = "browser-agent",
+        thread_id: str | None = None,
+        approval_timeout: float = 600.0,
+    ) -> None:
+        self.ledger = ledger
+        self.policy = policy
+        self.worker_id = worker_id
+        self.owner = owner
+        self.thread_id = thread_id
+        self.approval_timeout = approval_timeout
+        self.mask_key = secrets.token_bytes(32)
+        self.executor = ExecutorIdentity.current(worker_id)
+
+    async def run(
+        self,
+        action_name: str,
+        params: dict[str, Any],
+        *,
+        param_model: Any,
+        browser_session: Any,
+        perform: Any,
+    ) -> Any:
+        """Gate one action; ``perform()`` is awaited only when it may run.
+
+        Returns:
+            The action's ``ActionResult``, or an error result when it was denied, rejected,
+            expired or refused because the page changed.
+        """
+        resolved = await self._resolve(action_name, params, param_model, browser_session)
+        decision = self.policy.decide(
+            action_name, page_url=resolved.page_url, target_url=resolved.target_url
+        )
+        if decision.verdict == "deny":
+            await self._trace(resolved, "denied", decision.reason)
+            return ActionResult(error=f"denied by policy: {decision.reason}")
+        if decision.verdict == "allow":
+            result = await perform()
+            await self._trace(resolved, "allowed", decision.reason, _error_of(result))
+            return result
+        return await self._ask(
+            resolved, params, decision.reason, param_model, browser_session, perform
+        )
+
+    async def _resolve(
+        self, action_name: str, params: dict[str, Any], param_model: Any, browser_session: Any
+    ) -> ResolvedAction:
+        return await resolve_action(
+            action_name,
+            params,
+            param_model=param_model,
+            browser_session=browser_session,
+            worker_id=self.worker_id,
+            mask_key=self.mask_key,
+        )
+
+    async def _ask(
+        self,
+        resolved: ResolvedAction,
+        params: dict[str, Any],
+        reason: str,
+        param_model: Any,
+        browser_session: Any,
+        perform: Any,
+    ) -> Any:
+        proposal = await asyncio.to_thread(
+            self.ledger.propose,
+            resolved.tool_name,
+            resolved.schema_hash,
+            resolved.arguments,
+            execution_target=resolved.execution_target,
+            policy_reason=f"browser: {reason}",
+            owner=self.owner,
+            thread_id=self.thread_id,
+            domains=("browser",),
+            ttl_seconds=self.approval_timeout,
+        )
+        decided = await self._wait(proposal)
+        if decided.status is not ProposalStatus.APPROVED:
+            await self._trace(resolved, decided.status.value, decided.decision_reason or "")
+            if decided.status is ProposalStatus.REJECTED:
+                why = decided.decision_reason or "no reason given"
+                return ActionResult(error=f"rejected by a human reviewer: {why}")
+            return ActionResult(error=f"not approved ({decided.status.value}); it did not run")
+
+        if resolved.execution_target.get("element") is not None:
+            # Rebuild the DOM (and the selector map the action will use) before comparing.
+            await browser_session.get_browser_state_summary(include_screenshot=False)
+        current = await self._resolve(resolved.action_name, params, param_model, browser_session)
+        if current.args_hash != decided.args_hash:
+            refusal = "the page or element changed since approval; the action did not run"
+            with contextlib.suppress(LedgerError):
+                await asyncio.to_thread(
+                    self.ledger.revoke, decided.proposal_id, self.worker_id, refusal
+                )
+            await self._trace(current, "refused", refusal)
+            return ActionResult(error=f"refused: {refusal}")
+        try:
+            await asyncio.to_thread(
+                self.ledger.claim, decided.proposal_id, current.args_hash, self.executor
+            )
+        except LedgerError as exc:
+            await self._trace(current, "refused", str(exc))
+            return ActionResult(error=f"refused: the approval could not be claimed ({exc})")
+        try:
+            result = await perform()
+        except BaseException as exc:
+            await asyncio.to_thread(
+                self.ledger.fail, decided.proposal_id, "error", f"{type(exc).__name__}: {exc}"
+            )
+            raise
+        error = _error_of(result)
+        if error is None:
+            await asyncio.to_thread(self.ledger.complete, decided.proposal_id, "success")
+        else:
+            await asyncio.to_thread(self.ledger.fail, decided.proposal_id, "error", error[:500])
+        await self._trace(current, "executed" if error is None else "failed", reason, error)
+        return result
+
+    async def _wait(self, proposal: Proposal) -> Proposal:
+        """Wait for a decision through the ledger's change feed; cancel on timeout or stop."""
+        deadline = time.monotonic() + self.approval_timeout
+        cursor = await asyncio.to_thread(self.ledger.head)
+        current = proposal
+        try:
+            while True:
+                current = await asyncio.to_thread(self.ledger.get, proposal.proposal_id)
+                if current.status is not ProposalStatus.PENDING:
+                    return current  # approved, rejected, cancelled, expired or superseded
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or current.expires_at <= datetime.now(UTC):
+                    break
+                records = await asyncio.to_thread(
+                    self.ledger.wait_for_change, cursor, min(_WAIT_SLICE_S, remaining)
+                )
+                if records:
+                    cursor = records[-1].seq
+        except BaseException:
+            await asyncio.shield(self._withdraw(proposal.proposal_id, "the worker stopped"))
+            raise
+        await self._withdraw(proposal.proposal_id, "no decision in time")
+        return await asyncio.to_thread(self.ledger.get, proposal.proposal_id)
+
+    async def _withdraw(self, proposal_id: str, reason: str) -> None:
+        try:
+            await asyncio.to_thread(self.ledger.cancel, proposal_id, self.worker_id, reason)
+        except SupervisorError:
+            _log.debug("proposal %s was decided before it could be withdrawn", proposal_id)
+
+    async def _trace(
+        self, resolved: ResolvedAction, outcome: str, reason: str, error: str | None = None
+    ) -> None:
+        event = TraceEvent(
+            at=datetime.now(UTC),
+            agent_id=self.owner,
+            thread_id=self.thread_id,
+            run_id=self.worker_id,
+            kind="browser.action",
+            tool=resolved.tool_name,
+            outcome_status=outcome,
+            reason_code=reason[:200],
+            payload={
+                "arguments": resolved.arguments,
+                "target": resolved.execution_target,
+                "error": error,
+            },
+        )
+        try:
+            await asyncio.to_thread(self.ledger.append_trace, [event])
+        except SupervisorError:
+            _log.warning("could not record browser trace event", exc_info=True)
+
+
+def _error_of(result: Any) -> str | None:
+    error = getattr(result, "error", None)
+    return str(error) if error else None
+
+
+class GatedTools(Tools[Any]):
+    """browser-use ``Tools`` whose ``act`` passes every action through an `ApprovalGate`."""
+
+    def __init__(self, gate: ApprovalGate, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.gate = gate
+
+    async def act(self, action: Any, browser_session: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run ``action`` if the gate lets it (see the module docstring)."""
+        for action_name, params in action.model_dump(exclude_unset=True).items():
+            if params is None:
+                continue
+            registered = self.registry.registry.actions.get(action_name)
+            param_model = registered.param_model if registered is not None else None
+
+            async def perform() -> Any:
+                return await super(GatedTools, self).act(action, browser_session, *args, **kwargs)
+
+            return await self.gate.run(
+                action_name,
+                dict(params),
+                param_model=param_model,
+                browser_session=browser_session,
+                perform=perform,
+            )
+        return ActionResult()

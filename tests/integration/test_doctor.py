@@ -1,0 +1,84 @@
+"""``supervisor doctor`` and the fail-closed refusal when bubblewrap is missing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sandboxes.errors import SandboxUnavailable
+from sandboxes.local import BubblewrapSandbox
+from sandboxes.models import RunRequest
+from supervisor.provider import SQLModelProvider
+
+SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
+
+
+@pytest.fixture(autouse=True)
+def _require_bwrap() -> None:
+    if shutil.which("bwrap") is None:
+        message = "bubblewrap (bwrap) is not installed: run `bash .ci/system-deps.sh`"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{message} (CI=true, so not skipping)", pytrace=False)
+        pytest.skip(message)
+
+
+@pytest.fixture
+def path_without_bwrap(tmp_path: Path) -> str:
+    """A PATH holding the tools the CLI needs (python, sh) but not bwrap."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sh", "python3"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    return str(bin_dir)
+
+
+def test_doctor_passes_where_the_sandbox_works(sqlite_url: str) -> None:
+    assert SUPERVISOR is not None
+    done = subprocess.run([SUPERVISOR, "doctor", "--db", sqlite_url], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("bubblewrap", "user namespace", "network namespace", "pid namespace",
+                 "rlimits", "cgroup pids", "chromium", "ledger"):  # fmt: skip
+        assert name in done.stdout
+
+
+def test_without_bwrap_the_sandbox_refuses_and_says_how_to_fix_it(
+    monkeypatch: pytest.MonkeyPatch, path_without_bwrap: str, sqlite_url: str
+) -> None:
+    ledger = SQLModelProvider(sqlite_url).ledger
+    sandbox = BubblewrapSandbox(ledger=ledger)
+    sandbox.run(RunRequest(argv=("true",)))  # works with bwrap on PATH
+    monkeypatch.setenv("PATH", path_without_bwrap)
+    with pytest.raises(SandboxUnavailable) as refused:
+        sandbox.run(RunRequest(argv=("touch", "/work/should-not-exist")))
+    assert refused.value.code == "sandbox_unavailable"
+    assert "apt-get install bubblewrap" in str(refused.value)
+    assert "no unconfined fallback" in str(refused.value)
+    kinds = [event.kind for event in ledger.trace_events()]
+    assert kinds[-1] == "sandbox.refused"
+    statuses = sorted((record.status, record.pid is None) for record in ledger.list_processes())
+    assert statuses == [("exited", False), ("refused", True)]  # the refused run never started
+
+
+def test_doctor_and_exec_fail_closed_without_bwrap(
+    path_without_bwrap: str, sqlite_url: str
+) -> None:
+    assert SUPERVISOR is not None
+    env = {**os.environ, "PATH": path_without_bwrap}
+    doctor = subprocess.run([SUPERVISOR, "doctor", "--db", sqlite_url], capture_output=True,
+                            text=True, timeout=120, env=env)  # fmt: skip
+    assert doctor.returncode == 1
+    assert "FAIL bubblewrap" in doctor.stdout
+    assert "apt-get install bubblewrap" in doctor.stdout
+    run = subprocess.run([SUPERVISOR, "sandbox", "exec", "--db", sqlite_url, "--", "echo", "hi"],
+                         capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+    assert run.returncode == 2 and run.stdout == ""
+    assert "error [sandbox_unavailable]" in run.stderr
+    assert "apt-get install bubblewrap" in run.stderr
