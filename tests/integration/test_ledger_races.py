@@ -156,11 +156,12 @@ def test_two_approvers_one_wins_the_other_is_told_who_and_when(
     ids_file.write_text(json.dumps(proposal_ids))
     approvers = {"alice": ("alice@example.com", "approve"), "bob": ("bob@example.com", "reject")}
 
-    results = _race(
-        tmp_path,
-        {name: ["decide", ledger_url, who, action, str(ids_file)] for name, (who, action) in
-         approvers.items()},
-    )  # fmt: skip
+    commands = {
+        name: ["decide", ledger_url, who, action, str(ids_file)]
+        for name, (who, action) in approvers.items()
+    }
+
+    results = _race(tmp_path, commands)
 
     alice, bob = results["alice"], results["bob"]
     for proposal_id in proposal_ids:
