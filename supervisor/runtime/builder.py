@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Iterable
-from typing import Any, Self
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, Self
 
 from supervisor.policies import ContextPolicy, ToolResultPolicy
 from supervisor.provider import SQLModelProvider
@@ -42,6 +42,7 @@ class MemAgentBuilder:
         self._cache = False
         self._cache_similarity = 0.95
         self._embedder: Any = None
+        self._mcp_servers: list[Any] = []
 
     def with_name(self, name: str) -> Self:
         """The agent's name; its id defaults to a slug of it."""
@@ -105,6 +106,34 @@ class MemAgentBuilder:
         self._allowlist.extend(references)
         return self
 
+    def with_mcp_server(
+        self,
+        name: str,
+        *,
+        command: Sequence[str] | None = None,
+        url: str | None = None,
+        trust: Literal["untrusted", "trusted"] = "untrusted",
+        env: Mapping[str, str] | None = None,
+        timeout_seconds: float = 30.0,
+    ) -> Self:
+        """Expose an MCP server's tools as governed tools named ``<name>__<tool>``.
+
+        At build the server is connected (stdio ``command`` or streamable HTTP ``url``) and
+        listed. A tool is mutating, so every call needs approval, unless ``trust="trusted"``
+        and the tool is annotated ``readOnlyHint`` (see :mod:`supervisor.mcp`).
+
+        Raises:
+            pydantic.ValidationError: bad name, or both/neither of ``command`` and ``url``.
+        """
+        from supervisor.mcp.config import McpServerConfig
+
+        config = McpServerConfig(
+            name=name, command=tuple(command) if command is not None else None, url=url,
+            trust=trust, env=dict(env or {}), timeout_seconds=timeout_seconds,
+        )  # fmt: skip
+        self._mcp_servers.append(config)
+        return self
+
     def build(self) -> MemAgent:
         """Build the agent in this process (nothing is saved)."""
         provider = self._provider or SQLModelProvider()
@@ -114,11 +143,17 @@ class MemAgentBuilder:
                 registry.register(tool)
         for tool in self._tools:
             registry.register(tool)
+        agent_id = self._agent_id or (_slug(self._name) if self._name else _slug(""))
+        if self._mcp_servers:
+            from supervisor.mcp.factory import mcp_tools
+
+            for mcp_tool in mcp_tools(self._mcp_servers, ledger=provider.ledger, agent_id=agent_id):
+                registry.register(mcp_tool)
         name = self._name or "agent"
         llm = dict(self._llm)
         api_key = llm.pop("api_key", None)
         config = AgentConfig(
-            agent_id=self._agent_id or (_slug(self._name) if self._name else _slug("")),
+            agent_id=agent_id,
             name=name,
             instructions=self._instructions,
             llm=LLMConfig.from_mapping(llm).saved(),

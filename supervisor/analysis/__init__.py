@@ -1,0 +1,7 @@
+"""Trace analysis and export: figures from content-free outcome evidence, OTLP/JSONL output."""
+
+from __future__ import annotations
+
+from supervisor.analysis.analyzer import ToolStats, TraceStats, analyze, format_stats, parse_since
+
+__all__ = ["ToolStats", "TraceStats", "analyze", "format_stats", "parse_since"]

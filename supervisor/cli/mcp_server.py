@@ -1,0 +1,20 @@
+"""``supervisor mcp-server``: serve the read-only ledger view over MCP (stdio)."""
+
+from __future__ import annotations
+
+import click
+
+from supervisor.cli.proposals import db_option, open_ledger
+
+
+@click.command("mcp-server")
+@db_option
+def mcp_server(db_url: str | None) -> None:
+    """Serve pending proposals, outcome evidence and trace statistics over MCP (stdio).
+
+    Read-only, with no approve tool on purpose: approval belongs to a human in a trusted host.
+    """
+    from supervisor.mcp.server import build_server
+
+    with open_ledger(db_url) as ledger:
+        build_server(ledger).run("stdio")
