@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Self
 
@@ -18,7 +17,7 @@ _DEFAULT_LLM: dict[str, Any] = {"provider": "openai", "model": "gpt-4o-mini"}
 
 def _slug(name: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    return slug[:48] or f"agent-{uuid.uuid4().hex[:8]}"
+    return slug[:48] or "default-agent"
 
 
 class MemAgentBuilder:
@@ -143,7 +142,8 @@ class MemAgentBuilder:
                 registry.register(tool)
         for tool in self._tools:
             registry.register(tool)
-        agent_id = self._agent_id or (_slug(self._name) if self._name else _slug(""))
+        # A stable default id: an unnamed agent rebuilt in another process finds its proposals.
+        agent_id = self._agent_id or _slug(self._name or "default agent")
         if self._mcp_servers:
             from supervisor.mcp.factory import mcp_tools
 
