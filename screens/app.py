@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar
+
 from textual.app import App, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from screens.main_screen import MainScreen
@@ -37,7 +39,7 @@ class SupervisorApp(App[None]):
 
     TITLE = "Agent Supervisor"
     CSS_PATH = asset_path("styles", "supervisor.tcss")
-    BINDINGS = [Binding("q", "quit", "Quit", id="quit")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "quit", "Quit", id="quit")]
 
     def __init__(
         self,

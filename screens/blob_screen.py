@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Log, Static
@@ -21,7 +23,7 @@ PAGE_BYTES = 64 * 1024
 class BlobScreen(Screen[None]):
     """Shows one page (64 KiB) of a blob at a time; ``n``/``p`` move between pages."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "page(1)", "Next page", id="blob.next"),
         Binding("p", "page(-1)", "Previous page", id="blob.previous"),
         Binding("escape,q", "app.pop_screen", "Back", id="blob.back"),

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static, TextArea
@@ -32,7 +32,7 @@ def diff_text(changes: list[dict[str, Any]]) -> str:
 class EditArgumentsScreen(ModalScreen[dict[str, Any] | None]):
     """Dismisses with the new arguments once they parse, validate and differ."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "save", "Save as new proposal", id="edit.save"),
         Binding("escape", "abandon", "Back", id="edit.back"),
     ]

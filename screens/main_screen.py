@@ -8,10 +8,11 @@ worker. Decisions live in :class:`~screens.decision_actions.DecisionActions`.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import ClassVar
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
@@ -30,9 +31,9 @@ from screens.widgets.inbox.inbox_pane import InboxPane
 from screens.widgets.processes.processes_pane import ProcessesPane
 from screens.widgets.trace.trace_view import TraceView
 from supervisor.ledger.errors import LedgerError
-from supervisor.ledger.models import Proposal, TraceEvent
+from supervisor.ledger.models import TraceEvent
 from supervisor.services.approvals import ApprovalsService, InboxChange
-from supervisor.services.guard import RenderedGuard, RenderGuardMissing
+from supervisor.services.guard import RenderGuardMissing
 from supervisor.services.processes import ProcessesService, ProcessRow
 from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import TraceBatch, TracesService
@@ -41,7 +42,7 @@ from supervisor.services.traces import TraceBatch, TracesService
 class MainScreen(DecisionActions):
     """Watch and steer: everything a supervisor needs on one screen."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve", "Approve", id="approve"),
         Binding("r", "reject", "Reject", id="reject"),
         Binding("c", "cancel_proposal", "Cancel", id="cancel"),
@@ -171,8 +172,10 @@ class MainScreen(DecisionActions):
         if proposal is not None and self.selected is not None:
             if proposal.proposal_id == self.selected.proposal_id and proposal == self.selected:
                 return
-        if proposal is None or self.selected is None or (
-            proposal.proposal_id != self.selected.proposal_id
+        if (
+            proposal is None
+            or self.selected is None
+            or (proposal.proposal_id != self.selected.proposal_id)
         ):
             self.guard = None
         self.selected = proposal

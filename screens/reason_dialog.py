@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
@@ -12,7 +14,7 @@ from textual.widgets import Button, Input, Static
 class ReasonDialog(ModalScreen[str | None]):
     """Dismisses with the reason, or ``None`` when abandoned."""
 
-    BINDINGS = [Binding("escape", "abandon", "Back", id="reason.back")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "abandon", "Back", id="reason.back")]
 
     def __init__(self, title: str, *, required: bool = True) -> None:
         super().__init__()

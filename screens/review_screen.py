@@ -7,10 +7,12 @@ the timeline; the side panel shows the outcome mix and per-tool statistics.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
@@ -36,7 +38,7 @@ class ReviewChunkIndexed(Message):
 class ReviewScreen(Screen[None]):
     """Read-only timeline, filters, search and statistics of one trace source."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus_search", "Search", id="review.search"),
         Binding("s", "toggle_stats", "Stats", id="review.stats"),
         Binding("escape", "clear_filters", "Clear filters", id="review.clear"),

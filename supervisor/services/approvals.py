@@ -285,10 +285,7 @@ class ApprovalsService:
             issued = self._guards.get(guard.proposal_id) if guard else None
         if guard is None or issued is None or issued.token != guard.token:
             raise RenderGuardMissing(proposal.proposal_id, "the arguments were not rendered yet")
-        if guard.args_hash != proposal.args_hash or guard.proposal_id not in (
-            proposal.proposal_id,
-            *(other.proposal_id for other in self.identical_pending(proposal)),
-        ):
+        if guard.args_hash != proposal.args_hash or guard.proposal_id != proposal.proposal_id:
             raise RenderGuardMissing(proposal.proposal_id, "the rendered arguments are different")
 
     # -- decisions ------------------------------------------------------------------------
@@ -315,17 +312,21 @@ class ApprovalsService:
         self, proposal_ids: list[str], guard: RenderedGuard | None, reason: str | None = None
     ) -> BatchResult:
         """Approve several identical proposals (same tool and args hash) under one guard."""
+        if guard is None:
+            raise RenderGuardMissing(proposal_ids[0], "the arguments were not rendered yet")
+        # One check for the batch: approving the first twin must not void the others' guard.
+        self._check_guard(self.ledger.get(guard.proposal_id), guard)
+        twins = [self.ledger.get(proposal_id) for proposal_id in proposal_ids]
+        for twin in twins:
+            if twin.args_hash != guard.args_hash:
+                raise RenderGuardMissing(twin.proposal_id, "it differs from the one rendered")
         approved: list[Proposal] = []
         failed: list[LedgerError] = []
-        for proposal_id in proposal_ids:
-            proposal = self.ledger.get(proposal_id)
-            if guard is None or proposal.args_hash != guard.args_hash:
-                raise RenderGuardMissing(proposal_id, "it is not identical to the one rendered")
-            self._check_guard(proposal, guard)
+        for twin in twins:
             try:
                 approved.append(
                     self.ledger.approve(
-                        proposal_id, self.identity.approver_id, reason, **self._kwargs()
+                        twin.proposal_id, self.identity.approver_id, reason, **self._kwargs()
                     )
                 )
             except LedgerError as error:

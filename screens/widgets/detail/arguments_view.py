@@ -8,6 +8,7 @@ into a rendered guard; approving before that is refused.
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 from rich.cells import cell_len, chop_cells
 from rich.segment import Segment
@@ -36,7 +37,7 @@ def _wrap(line: str, width: int) -> list[str]:
 class ArgumentsView(ScrollView, can_focus=True):
     """Scrollable, wrapped view of one proposal's canonical arguments."""
 
-    COMPONENT_CLASSES = {
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
         "arguments--key",
         "arguments--string",
         "arguments--number",
@@ -77,7 +78,7 @@ class ArgumentsView(ScrollView, can_focus=True):
         self._wrap_width = width
         self._rows = [row for line in self.lines for row in _wrap(line, width)]
         self._seen = set()
-        self.virtual_size = Size(width, len(self._rows))
+        self.virtual_size = Size(0, len(self._rows))
         self.refresh()
 
     def on_resize(self) -> None:
@@ -120,6 +121,4 @@ class ArgumentsView(ScrollView, can_focus=True):
         if not self._confirmed and self.proposal and len(self._seen) >= len(self._rows):
             self._confirmed = True
             self.post_message(ArgumentsRendered(self.proposal, list(self.lines)))
-        return Strip(self._highlight(self._rows[index])).adjust_cell_length(
-            width, self.rich_style
-        )
+        return Strip(self._highlight(self._rows[index])).adjust_cell_length(width, self.rich_style)

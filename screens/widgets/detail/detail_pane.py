@@ -19,6 +19,10 @@ def _when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "-"
 
 
+def _escaped_lines(lines: list[str]) -> str:
+    return "\n".join(visible_escapes(line) for line in lines)
+
+
 def history_lines(history: list[AuditRecord]) -> list[str]:
     """One line per audit record of the subject: when, who, what (and why)."""
     lines: list[str] = []
@@ -30,7 +34,7 @@ def history_lines(history: list[AuditRecord]) -> list[str]:
         for change in record.payload.get("diff", []) or []:
             line += f"\n    {change.get('op')} {change.get('path')}: "
             line += f"{json.dumps(change.get('old'))} → {json.dumps(change.get('new'))}"
-        lines.append(visible_escapes(line) if "\n" not in line else line)
+        lines.append(_escaped_lines(line.split("\n")))
     return lines
 
 
@@ -107,7 +111,7 @@ class DetailPane(Vertical):
             f"at          {_when(event.at)}",
             f"reason code {event.reason_code or '-'}",
         ]
-        self.query_one("#detail-fields", Static).update(Text(visible_escapes("\n".join(fields))))
+        self.query_one("#detail-fields", Static).update(Text(_escaped_lines(fields)))
         pointer = "" if not event.blob_ref else f"result offloaded: {event.blob_ref}  (o: open)"
         self.query_one("#detail-blob", Static).update(Text(pointer))
         self.query_one("#detail-history", Static).update("")
@@ -158,7 +162,7 @@ class DetailPane(Vertical):
         if proposal.approver_id:
             rows.append(f"decided     by {proposal.approver_id} at {_when(proposal.decided_at)}")
         rows.append(f"review      {shown}")
-        fields.update(Text(visible_escapes("\n".join(rows))))
+        fields.update(Text(_escaped_lines(rows)))
         self.set_class(self.rendered, "-rendered")
         lines = history_lines(self.history)
         history.update(Text("history\n" + ("\n".join(lines) if lines else "(loading)")))

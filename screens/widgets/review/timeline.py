@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.segment import Segment
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
@@ -22,7 +24,7 @@ def row_text(row: ReviewRow) -> str:
 class ReviewTimeline(ScrollView, can_focus=True):
     """Virtual list of review rows; grows as the source is indexed."""
 
-    COMPONENT_CLASSES = {
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
         "trace--success",
         "trace--empty",
         "trace--degraded",
@@ -37,7 +39,7 @@ class ReviewTimeline(ScrollView, can_focus=True):
     def set_rows(self, rows: list[ReviewRow]) -> None:
         """Show ``rows`` (a filtered selection) from the top."""
         self.rows = rows
-        self.virtual_size = Size(self.size.width, len(rows))
+        self.virtual_size = Size(0, len(rows))
         self.refresh()
 
     def render_line(self, y: int) -> Strip:

@@ -6,8 +6,10 @@ position so a reader is never yanked away. A cursor row selects an event for the
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.segment import Segment
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
@@ -47,12 +49,12 @@ def _event_text(event: TraceEvent) -> str:
 class TraceView(ScrollView, can_focus=True):
     """Virtual list of trace events with a cursor."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "cursor(-1)", "Up", show=False, id="trace.up"),
         Binding("down", "cursor(1)", "Down", show=False, id="trace.down"),
         Binding("end", "tail", "Follow tail", id="trace.tail"),
     ]
-    COMPONENT_CLASSES = {
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
         "trace--success",
         "trace--empty",
         "trace--degraded",
@@ -88,7 +90,7 @@ class TraceView(ScrollView, can_focus=True):
             self.cursor = next(
                 (index for index, event in enumerate(events) if event is selected), None
             )
-        self.virtual_size = Size(self.size.width, len(events))
+        self.virtual_size = Size(0, len(events))
         if following:
             self.scroll_end(animate=False, immediate=True)
         self.refresh()

@@ -1,0 +1,216 @@
+"""``supervisor proposals``: list, show and decide proposals without the TUI (via=cli).
+
+Every command takes ``--db URL`` (default: ``SUPERVISOR_DB`` or the user's ledger). Decisions
+record the approver as ``--approver`` or OS user@host; a conflict (someone else decided first)
+prints who won and when and exits non-zero (2), like every typed error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import click
+
+from supervisor.ledger.models import Proposal, ProposalStatus
+from supervisor.ledger.service import ApprovalLedger
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def db_option(function: F) -> F:
+    """The ``--db URL`` option every ledger command takes."""
+    return click.option(
+        "--db",
+        "db_url",
+        metavar="URL",
+        default=None,
+        help="Ledger URL or SQLite path (default: SUPERVISOR_DB or the user's ledger).",
+    )(function)
+
+
+def ledger_url(db_url: str | None) -> str | None:
+    """A plain file path becomes a SQLite URL; URLs and ``None`` pass through."""
+    if db_url is None or "://" in db_url:
+        return db_url
+    from pathlib import Path
+
+    return f"sqlite:///{Path(db_url).expanduser().resolve()}"
+
+
+@contextmanager
+def open_ledger(db_url: str | None) -> Iterator[ApprovalLedger]:
+    """Open the ledger for one command and close it afterwards."""
+    from supervisor.provider import SQLModelProvider
+
+    with SQLModelProvider(ledger_url(db_url)) as provider:
+        yield provider.ledger
+
+
+def proposal_json(proposal: Proposal) -> dict[str, Any]:
+    """A proposal as JSON data."""
+    data: dict[str, Any] = proposal.model_dump(mode="json")
+    return data
+
+
+def _age(moment: datetime) -> str:
+    seconds = int((moment - datetime.now(UTC)).total_seconds())
+    if seconds <= 0:
+        return "expired"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def _approver(approver: str | None) -> tuple[str, Any]:
+    from supervisor.services.identity import ApproverIdentity
+
+    identity = ApproverIdentity.current("cli", approver_id=approver)
+    return identity.approver_id, identity.context
+
+
+@click.group()
+def proposals() -> None:
+    """List, show and decide proposals (headless)."""
+
+
+@proposals.command("list")
+@click.option(
+    "--status",
+    type=click.Choice([status.value for status in ProposalStatus]),
+    default="pending",
+    show_default=True,
+)
+@click.option("--all", "all_statuses", is_flag=True, help="Every status.")
+@click.option("--owner", default=None, help="Requesting agent id.")
+@click.option("--tool", "tool_name", default=None, help="Tool name.")
+@click.option("--thread", "thread_id", default=None, help="Agent thread id.")
+@click.option("--domain", default=None, help="Policy domain.")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--json", "as_json", is_flag=True, help="One JSON document.")
+@db_option
+def list_proposals(
+    status: str,
+    all_statuses: bool,
+    owner: str | None,
+    tool_name: str | None,
+    thread_id: str | None,
+    domain: str | None,
+    limit: int,
+    as_json: bool,
+    db_url: str | None,
+) -> None:
+    """List proposals (pending by default), oldest first."""
+    with open_ledger(db_url) as ledger:
+        page = ledger.list(
+            status=None if all_statuses else status,
+            owner=owner,
+            tool_name=tool_name,
+            thread_id=thread_id,
+            domain=domain,
+            limit=limit,
+        )
+    if as_json:
+        items = [proposal_json(proposal) for proposal in page.items]
+        click.echo(json.dumps({"items": items, "next_cursor": page.next_cursor}, indent=2))
+        return
+    if not page.items:
+        click.echo("No proposals.")
+        return
+    from supervisor.services.rendering import visible_escapes
+
+    for proposal in page.items:
+        click.echo(
+            visible_escapes(
+                f"{proposal.proposal_id}  {proposal.status.value:<10} {proposal.tool_name:<20} "
+                f"{proposal.owner or '-':<14} {proposal.thread_id or '-':<10} "
+                f"{','.join(proposal.domains) or '-':<10} {_age(proposal.expires_at)}"
+            )
+        )
+
+
+@proposals.command("show")
+@click.argument("proposal_id")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document.")
+@db_option
+def show_proposal(proposal_id: str, as_json: bool, db_url: str | None) -> None:
+    """Show one proposal with its full arguments and decision history."""
+    with open_ledger(db_url) as ledger:
+        proposal = ledger.get(proposal_id)
+        history = _history(ledger, proposal_id)
+    if as_json:
+        body = proposal_json(proposal)
+        body["history"] = [record.model_dump(mode="json") for record in history]
+        click.echo(json.dumps(body, indent=2, ensure_ascii=False))
+        return
+    from supervisor.services.rendering import render_arguments, visible_escapes
+
+    rows = [
+        f"proposal    {proposal.proposal_id}",
+        f"tool        {proposal.tool_name}",
+        f"status      {proposal.status.value}",
+        f"args hash   {proposal.args_hash}",
+        f"policy      {proposal.policy_reason or '-'}",
+        f"owner       {proposal.owner or '-'}   thread {proposal.thread_id or '-'}",
+        f"checkpoint  {proposal.checkpoint_id or '-'}",
+        f"domains     {', '.join(proposal.domains) or '-'}",
+        f"created     {proposal.created_at.isoformat()}",
+        f"expires     {proposal.expires_at.isoformat()}",
+    ]
+    if proposal.supersedes_id:
+        rows.append(f"supersedes  {proposal.supersedes_id}")
+    if proposal.superseded_by_id:
+        rows.append(f"superseded by {proposal.superseded_by_id}")
+    click.echo(visible_escapes("\n".join(rows)))
+    click.echo("arguments")
+    click.echo("\n".join(render_arguments(proposal.arguments)))
+    click.echo("history")
+    for record in history:
+        click.echo(f"  #{record.seq} {record.at.isoformat()} {record.action} by {record.actor}")
+
+
+def _history(ledger: ApprovalLedger, proposal_id: str) -> list[Any]:
+    found: list[Any] = []
+    cursor = 0
+    while batch := ledger.events_since(cursor, 2000):
+        found.extend(record for record in batch if record.subject == proposal_id)
+        cursor = batch[-1].seq
+    return found
+
+
+def _decide(action: str, proposal_id: str, reason: str | None, approver: str | None,
+            as_json: bool, db_url: str | None) -> None:  # fmt: skip
+    approver_id, context = _approver(approver)
+    with open_ledger(db_url) as ledger:
+        decide = {"approve": ledger.approve, "reject": ledger.reject, "cancel": ledger.cancel}
+        proposal = decide[action](proposal_id, approver_id, reason, context=context, via="cli")
+    if as_json:
+        click.echo(json.dumps(proposal_json(proposal), indent=2, ensure_ascii=False))
+    else:
+        click.echo(f"{proposal.status.value} {proposal.proposal_id} by {approver_id}")
+
+
+def _decision_command(action: str, reason_required: bool) -> click.Command:
+    @click.argument("proposal_id")
+    @click.option("--reason", required=reason_required, help="Why (audited).")
+    @click.option("--approver", default=None, help="Approver id (default: OS user@host).")
+    @click.option("--json", "as_json", is_flag=True, help="Print the proposal as JSON.")
+    @db_option
+    def command(
+        proposal_id: str, reason: str | None, approver: str | None, as_json: bool,
+        db_url: str | None,
+    ) -> None:  # fmt: skip
+        _decide(action, proposal_id, reason, approver, as_json, db_url)
+
+    command.__doc__ = {
+        "approve": "Approve a pending proposal.",
+        "reject": "Reject a pending proposal (a reason is required).",
+        "cancel": "Withdraw a pending proposal.",
+    }[action]
+    return click.command(action)(command)
+
+
+proposals.add_command(_decision_command("approve", reason_required=False))
+proposals.add_command(_decision_command("reject", reason_required=True))
+proposals.add_command(_decision_command("cancel", reason_required=False))

@@ -1,0 +1,93 @@
+"""``supervisor traces``: tail or export the tool trace, or review one offline in the TUI."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from supervisor.cli.proposals import db_option, ledger_url, open_ledger
+from supervisor.ledger.models import TraceEvent
+
+
+def _line(event: TraceEvent) -> str:
+    from supervisor.services.rendering import visible_escapes
+
+    return visible_escapes(
+        f"{event.event_id:>8} {event.at:%Y-%m-%d %H:%M:%S} {event.agent_id or '-':<14} "
+        f"{event.kind:<12} {event.tool or '-':<18} {event.outcome_status or '-':<10} "
+        f"{event.reason_code or ''}{'  ' + event.blob_ref if event.blob_ref else ''}"
+    )
+
+
+@click.group()
+def traces() -> None:
+    """Tail, export and review tool traces."""
+
+
+@traces.command("tail")
+@click.option("-n", "--lines", default=20, show_default=True, help="Events to show first.")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new events.")
+@click.option("--agent", "agent_id", default=None, help="Only this agent.")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines.")
+@db_option
+def tail(lines: int, follow: bool, agent_id: str | None, as_json: bool, db_url: str | None) -> None:
+    """Print the newest trace events (and follow with -f)."""
+    with open_ledger(db_url) as ledger:
+        from supervisor.services.settings import SupervisorSettings
+        from supervisor.services.traces import TracesService
+
+        service = TracesService(ledger, SupervisorSettings(trace_capacity=max(1, lines)))
+        while True:
+            batch = service.poll()
+            if batch is None or len(batch.events) < 2000:
+                break
+        shown = service.events()
+        while True:
+            for event in shown:
+                if agent_id is None or event.agent_id == agent_id:
+                    click.echo(event.model_dump_json() if as_json else _line(event))
+            if not follow:
+                return
+            while (batch := service.poll()) is None:
+                time.sleep(0.2)
+            shown = list(batch.events)
+
+
+@traces.command("export")
+@click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default="-", help="File or -.")
+@click.option("--agent", "agent_id", default=None, help="Only this agent.")
+@db_option
+def export(fmt: str, output: str, agent_id: str | None, db_url: str | None) -> None:
+    """Write every trace event as JSON lines (the format `traces review` reads)."""
+    stream = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")
+    written = 0
+    try:
+        with open_ledger(db_url) as ledger:
+            after_id = 0
+            while events := ledger.trace_events(agent_id=agent_id, after_id=after_id, limit=5000):
+                stream.write("".join(event.model_dump_json() + "\n" for event in events))
+                written += len(events)
+                after_id = events[-1].event_id or after_id
+    finally:
+        if stream is not sys.stdout:
+            stream.close()
+    if output != "-":
+        click.echo(f"exported {written} events to {output}", err=True)
+
+
+@traces.command("review")
+@click.argument("source", required=False)
+@db_option
+def review(source: str | None, db_url: str | None) -> None:
+    """Open the read-only offline review of SOURCE (ledger file/URL or JSONL trace)."""
+    from supervisor.cli.tui import open_review
+
+    target = source or ledger_url(db_url)
+    if target is None:
+        from supervisor.store.engine import resolve_url
+
+        target = resolve_url(None)
+    open_review(target)

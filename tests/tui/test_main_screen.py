@@ -1,0 +1,252 @@
+"""Pilot tests of the main screen on a real SQLite ledger: decisions change the ledger."""
+
+from __future__ import annotations
+
+from tui_helpers import propose, record_notifications, wait_for
+
+from screens.app import make_app
+from screens.main_screen import MainScreen
+from screens.widgets.detail.detail_pane import DetailPane
+from screens.widgets.inbox.inbox_pane import InboxPane
+from supervisor.ledger.models import ProposalStatus
+from supervisor.provider import SQLModelProvider
+from supervisor.services.identity import ApproverIdentity
+from supervisor.services.settings import SupervisorSettings
+
+SIZE = (150, 45)
+
+
+def _main(app: object) -> MainScreen:
+    screen = getattr(app, "screen", None)
+    assert isinstance(screen, MainScreen)
+    return screen
+
+
+async def test_approve_changes_the_ledger_with_tui_identity(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    proposal = propose(provider.ledger)
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = _main(app)
+        await wait_for(pilot, lambda: screen.guard is not None)
+        await pilot.press("enter")  # Enter never approves
+        await pilot.pause(0.2)
+        assert provider.ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
+        await pilot.press("a")
+        await wait_for(
+            pilot,
+            lambda: provider.ledger.get(proposal.proposal_id).status is ProposalStatus.APPROVED,
+        )
+        decided = provider.ledger.get(proposal.proposal_id)
+        assert decided.approver_id == "tester@testhost#test01"
+        assert decided.approver_context is not None and decided.approver_context.via == "tui"
+        await wait_for(
+            pilot,
+            lambda: proposal.proposal_id not in [p.proposal_id for p in screen.approvals.pending()],
+        )
+
+
+async def test_guard_blocks_approval_until_every_argument_line_was_drawn(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    arguments = {f"line_{index:03d}": "x" * 10 for index in range(120)}
+    proposal = propose(provider.ledger, arguments=arguments)
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    notes = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = _main(app)
+        await wait_for(pilot, lambda: screen.selected is not None)
+        await pilot.pause(0.3)
+        assert screen.guard is None
+        await pilot.press("a")
+        await pilot.pause(0.3)
+        assert provider.ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
+        assert any("Scroll through all of the arguments" in note for note in notes)
+        # The service refuses too, whatever the UI does.
+        assert not screen.approvals.has_guard(proposal.proposal_id)
+        await pilot.press("d")
+        for _ in range(40):
+            if screen.guard is not None:
+                break
+            await pilot.press("pagedown")
+            await pilot.pause(0.05)
+        await wait_for(pilot, lambda: screen.guard is not None)
+        await pilot.press("a")
+        await wait_for(
+            pilot,
+            lambda: provider.ledger.get(proposal.proposal_id).status is ProposalStatus.APPROVED,
+        )
+
+
+async def test_reject_asks_for_a_reason(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    proposal = propose(provider.ledger)
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = _main(app)
+        await wait_for(pilot, lambda: screen.selected is not None)
+        await pilot.press("r")
+        await pilot.pause(0.1)
+        await pilot.press("enter")  # empty reason is refused
+        await pilot.pause(0.1)
+        assert provider.ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
+        await pilot.press(*"wrong tier")
+        await pilot.press("enter")
+        await wait_for(
+            pilot,
+            lambda: provider.ledger.get(proposal.proposal_id).status is ProposalStatus.REJECTED,
+        )
+        assert provider.ledger.get(proposal.proposal_id).decision_reason == "wrong tier"
+
+
+async def test_edit_creates_a_superseding_proposal(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    proposal = propose(provider.ledger, arguments={"name": "Ada", "tier": "gold"})
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    notes = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = _main(app)
+        await wait_for(pilot, lambda: screen.guard is not None)
+        await pilot.press("e")
+        await pilot.pause(0.2)
+        editor = app.screen.query_one("#edit-text")
+        editor.text = '{"name": "Ada", "tier": "silver"}'  # type: ignore[attr-defined]
+        await pilot.press("ctrl+s")
+        await wait_for(
+            pilot,
+            lambda: provider.ledger.get(proposal.proposal_id).status is ProposalStatus.SUPERSEDED,
+        )
+        old = provider.ledger.get(proposal.proposal_id)
+        assert old.superseded_by_id is not None
+        new = provider.ledger.get(old.superseded_by_id)
+        assert new.arguments == {"name": "Ada", "tier": "silver"}
+        assert new.status is ProposalStatus.PENDING
+        assert any('$.tier: "gold" → "silver"' in note for note in notes)
+
+
+async def test_edit_refuses_invalid_json(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    proposal = propose(provider.ledger)
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = _main(app)
+        await wait_for(pilot, lambda: screen.guard is not None)
+        await pilot.press("e")
+        await pilot.pause(0.2)
+        app.screen.query_one("#edit-text").text = "[1, 2]"  # type: ignore[attr-defined]
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.2)
+        error = app.screen.query_one("#edit-error")
+        assert "JSON object" in str(error.render())
+        assert provider.ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
+
+
+async def test_conflict_names_the_winner(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    proposal = propose(provider.ledger)
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    notes = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = _main(app)
+        await wait_for(pilot, lambda: screen.guard is not None)
+        screen.approvals.stop()  # freeze the inbox so this supervisor has not seen the decision
+        provider.ledger.approve(proposal.proposal_id, "alice@elsewhere", "looks fine", via="cli")
+        await pilot.press("a")
+        await wait_for(pilot, lambda: any("alice@elsewhere" in note for note in notes))
+        conflict = next(note for note in notes if "alice@elsewhere" in note)
+        assert conflict.startswith("Already approved by alice@elsewhere at ")
+
+
+async def test_high_risk_domain_needs_a_second_confirmation(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    proposal = propose(provider.ledger, tool="refund", domains=["payments"])
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = _main(app)
+        await wait_for(pilot, lambda: screen.guard is not None)
+        await pilot.press("a")
+        await pilot.pause(0.2)
+        await pilot.press("n")
+        await pilot.pause(0.2)
+        assert provider.ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
+        await pilot.press("a")
+        await pilot.pause(0.2)
+        await pilot.press("y")
+        await wait_for(
+            pilot,
+            lambda: provider.ledger.get(proposal.proposal_id).status is ProposalStatus.APPROVED,
+        )
+
+
+async def test_batch_approves_identical_proposals_once(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    twins = [propose(provider.ledger) for _ in range(3)]
+    other = propose(provider.ledger, arguments={"name": "Grace", "tier": "gold"})
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = _main(app)
+        await wait_for(pilot, lambda: screen.guard is not None)
+        await pilot.press("b")
+        await pilot.pause(0.2)
+        await pilot.press("y")
+        await wait_for(
+            pilot,
+            lambda: all(
+                provider.ledger.get(t.proposal_id).status is ProposalStatus.APPROVED for t in twins
+            ),
+        )
+        assert provider.ledger.get(other.proposal_id).status is ProposalStatus.PENDING
+
+
+async def test_filter_narrows_the_inbox_and_new_proposals_arrive_live(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    propose(provider.ledger, tool="create_customer", owner="crm-agent")
+    propose(provider.ledger, tool="inventory_adjust", owner="stock-agent", domains=["inventory"])
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = _main(app)
+        inbox = screen.query_one(InboxPane)
+        await wait_for(pilot, lambda: len(inbox.visible_ids()) == 2)
+        await pilot.press("slash", *"stock")
+        await wait_for(pilot, lambda: len(inbox.visible_ids()) == 1)
+        shown = inbox.proposals[inbox.visible_ids()[0]]
+        assert shown.owner == "stock-agent"
+        late = propose(provider.ledger, tool="inventory_count", owner="stock-agent")
+        await wait_for(pilot, lambda: late.proposal_id in inbox.visible_ids())
+        propose(provider.ledger, tool="send_email", owner="mail-agent")
+        await pilot.pause(0.3)
+        assert len(inbox.visible_ids()) == 2
+        detail = screen.query_one(DetailPane)
+        assert detail.proposal is not None
+
+
+async def test_cancel_and_extend(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    proposal = propose(provider.ledger)
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = _main(app)
+        await wait_for(pilot, lambda: screen.selected is not None)
+        await pilot.press("x")
+        await wait_for(
+            pilot,
+            lambda: provider.ledger.get(proposal.proposal_id).expires_at > proposal.expires_at,
+        )
+        await pilot.press("c")
+        await pilot.pause(0.1)
+        await pilot.press("enter")
+        await wait_for(
+            pilot,
+            lambda: provider.ledger.get(proposal.proposal_id).status is ProposalStatus.CANCELLED,
+        )
+        await wait_for(pilot, lambda: screen.selected is None)
+        assert screen.check_action("approve", ()) is None
