@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from datetime import datetime
 
 import click
@@ -15,7 +14,7 @@ import click
 from supervisor.cli.proposals import db_option, open_ledger
 
 
-def _since(text: str | None) -> datetime | None:
+def since_option(text: str | None) -> datetime | None:
     if text is None:
         return None
     from supervisor.analysis.analyzer import parse_since
@@ -39,36 +38,10 @@ def analyze(since: str | None, as_json: bool, db_url: str | None) -> None:
     from supervisor.analysis.analyzer import analyze as run_analysis
     from supervisor.analysis.analyzer import format_stats
 
-    start = _since(since)
+    start = since_option(since)
     with open_ledger(db_url) as ledger:
         stats = run_analysis(ledger, since=start)
     if as_json:
         click.echo(json.dumps(stats.to_json(), indent=2, ensure_ascii=False))
     else:
         click.echo(format_stats(stats))
-
-
-@click.command("export")
-@click.option(
-    "--format", "fmt", type=click.Choice(["otlp-json", "jsonl"]), default="otlp-json",
-    show_default=True, help="OpenTelemetry OTLP/JSON spans, or one JSON event per line.",
-)  # fmt: skip
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default="-", help="File or -.")
-@click.option("--since", default=None, help="ISO-8601 time or a duration (30m, 2h, 7d).")
-@db_option
-def export_otlp(fmt: str, output: str, since: str | None, db_url: str | None) -> None:
-    """Export trace events as OTLP/JSON GenAI-style spans (or JSON lines)."""
-    from supervisor.analysis.analyzer import iter_events
-    from supervisor.analysis.export import export_jsonl, export_otlp_json
-
-    start = _since(since)
-    with open_ledger(db_url) as ledger:
-        events = [event for event in iter_events(ledger) if start is None or event.at >= start]
-    writer = export_otlp_json if fmt == "otlp-json" else export_jsonl
-    if output == "-":
-        count = writer(events, sys.stdout)
-    else:
-        with open(output, "w", encoding="utf-8") as handle:
-            count = writer(events, handle)
-    unit = "spans" if fmt == "otlp-json" else "events"
-    click.echo(f"exported {count} {unit}", err=True)

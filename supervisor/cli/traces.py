@@ -56,26 +56,49 @@ def tail(lines: int, follow: bool, agent_id: str | None, as_json: bool, db_url: 
 
 
 @traces.command("export")
-@click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "otlp-json"]), default="jsonl",
+    show_default=True, help="JSON lines (what `traces review` reads) or OTLP/JSON GenAI spans.",
+)  # fmt: skip
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="-", help="File or -.")
 @click.option("--agent", "agent_id", default=None, help="Only this agent.")
+@click.option("--since", default=None, help="ISO-8601 time or a duration (30m, 2h, 7d).")
 @db_option
-def export(fmt: str, output: str, agent_id: str | None, db_url: str | None) -> None:
-    """Write every trace event as JSON lines (the format `traces review` reads)."""
+def export(
+    fmt: str, output: str, agent_id: str | None, since: str | None, db_url: str | None
+) -> None:
+    """Export trace events as JSON lines or OpenTelemetry OTLP/JSON spans."""
+    from supervisor.analysis.analyzer import iter_events
+    from supervisor.analysis.export import export_jsonl, export_otlp_json
+    from supervisor.cli.analysis import since_option
+
+    start = since_option(since)
+    writer = export_otlp_json if fmt == "otlp-json" else export_jsonl
     stream = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")
-    written = 0
     try:
         with open_ledger(db_url) as ledger:
-            after_id = 0
-            while events := ledger.trace_events(agent_id=agent_id, after_id=after_id, limit=5000):
-                stream.write("".join(event.model_dump_json() + "\n" for event in events))
-                written += len(events)
-                after_id = events[-1].event_id or after_id
+            events = (
+                event
+                for event in iter_events(ledger)
+                if (agent_id is None or event.agent_id == agent_id)
+                and (start is None or event.at >= start)
+            )
+            written = writer(events, stream)
     finally:
         if stream is not sys.stdout:
             stream.close()
     if output != "-":
-        click.echo(f"exported {written} events to {output}", err=True)
+        unit = "spans" if fmt == "otlp-json" else "events"
+        click.echo(f"exported {written} {unit} to {output}", err=True)
+
+
+def _register_analysis() -> None:
+    from supervisor.cli.analysis import analyze
+
+    traces.add_command(analyze)
+
+
+_register_analysis()
 
 
 @traces.command("review")

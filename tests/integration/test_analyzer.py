@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from supervisor.analysis.analyzer import analyze, parse_since, percentile
 from supervisor.analysis.export import export_jsonl, export_otlp_json, otlp_document
 from supervisor.cli.analysis import analyze as analyze_command
-from supervisor.cli.analysis import export_otlp
+from supervisor.cli.traces import export as export_otlp
 from supervisor.ledger.clock import ManualClock
 from supervisor.ledger.models import TraceEvent
 from supervisor.provider import SQLModelProvider
@@ -273,7 +273,9 @@ def test_cli_export_writes_otlp_and_jsonl(
     _generate(provider, clock)
     target = tmp_path / "spans.json"
     runner = CliRunner()
-    done = runner.invoke(export_otlp, ["--db", sqlite_url, "-o", str(target)])
+    done = runner.invoke(
+        export_otlp, ["--db", sqlite_url, "--format", "otlp-json", "-o", str(target)]
+    )
     assert done.exit_code == 0, done.output
     validate_otlp(json.loads(target.read_text()))
     lines = runner.invoke(
