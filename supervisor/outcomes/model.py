@@ -273,12 +273,18 @@ def timed_success(latency_ms: float) -> ToolOutcome:
     """
     if type(latency_ms) is not float or not 0.0 <= latency_ms < math.inf:
         return ToolOutcome(latency_ms=latency_ms)
-    outcome = object.__new__(ToolOutcome)
-    object.__setattr__(outcome, "__dict__", {**_SUCCESS_FIELDS, "latency_ms": latency_ms})
-    object.__setattr__(outcome, "__pydantic_fields_set__", {"latency_ms"})
-    object.__setattr__(outcome, "__pydantic_extra__", None)
-    object.__setattr__(outcome, "__pydantic_private__", None)
+    fields = _SUCCESS_FIELDS.copy()
+    fields["latency_ms"] = latency_ms
+    outcome = _new(ToolOutcome)
+    _set(outcome, "__dict__", fields)
+    _set(outcome, "__pydantic_fields_set__", {"latency_ms"})
+    _set(outcome, "__pydantic_extra__", None)
+    _set(outcome, "__pydantic_private__", None)
     return outcome
+
+
+_new = object.__new__
+_set = object.__setattr__
 
 
 def _outcome_error_in(exc: ValidationError) -> OutcomeError | None:
