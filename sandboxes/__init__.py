@@ -32,10 +32,16 @@ _EXPORTS: dict[str, str] = {
     "UnknownSandboxBackend": "sandboxes.errors",
     "InvalidRunRequest": "sandboxes.errors",
     "KillRefused": "sandboxes.errors",
+    "BrowserTask": "sandboxes.browser",
+    "BrowserPolicy": "sandboxes.browser",
+    "BrowserRule": "sandboxes.browser",
 }
 
 __all__ = [
     "BACKENDS",
+    "BrowserPolicy",
+    "BrowserRule",
+    "BrowserTask",
     "CallbackSink",
     "InvalidRunRequest",
     "KillRefused",
@@ -61,6 +67,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from sandboxes.base import BACKENDS, RunContext, Sandbox, default_backend_name, get_backend
+    from sandboxes.browser import BrowserPolicy, BrowserRule, BrowserTask
     from sandboxes.control import kill
     from sandboxes.errors import (
         InvalidRunRequest,

@@ -67,6 +67,7 @@ class ApprovalGate:
         self.approval_timeout = approval_timeout
         self.mask_key = secrets.token_bytes(32)
         self.executor = ExecutorIdentity.current(worker_id)
+        self.pending: set[str] = set()
 
     async def run(
         self,
@@ -119,19 +120,9 @@ class ApprovalGate:
         browser_session: Any,
         perform: Any,
     ) -> Any:
-        proposal = await asyncio.to_thread(
-            self.ledger.propose,
-            resolved.tool_name,
-            resolved.schema_hash,
-            resolved.arguments,
-            execution_target=resolved.execution_target,
-            policy_reason=f"browser: {reason}",
-            owner=self.owner,
-            thread_id=self.thread_id,
-            domains=("browser",),
-            ttl_seconds=self.approval_timeout,
-        )
-        decided = await self._wait(proposal)
+        proposal = await self._propose(resolved, reason)
+        decided = await self._wait(proposal)  # if the worker stops here, it stays in `pending`
+        self.pending.discard(proposal.proposal_id)
         if decided.status is not ProposalStatus.APPROVED:
             await self._trace(resolved, decided.status.value, decided.decision_reason or "")
             if decided.status is ProposalStatus.REJECTED:
@@ -173,29 +164,64 @@ class ApprovalGate:
         await self._trace(current, "executed" if error is None else "failed", reason, error)
         return result
 
+    async def _propose(self, resolved: ResolvedAction, reason: str) -> Proposal:
+        """File the proposal and remember it as pending.
+
+        The bookkeeping happens in the filing thread itself, so a worker stopped while the
+        insert is in flight still knows the proposal and `withdraw_pending` cancels it
+        (``asyncio.run`` waits for executor threads before returning).
+        """
+
+        def file() -> Proposal:
+            proposal = self.ledger.propose(
+                resolved.tool_name,
+                resolved.schema_hash,
+                resolved.arguments,
+                execution_target=resolved.execution_target,
+                policy_reason=f"browser: {reason}",
+                owner=self.owner,
+                thread_id=self.thread_id,
+                domains=("browser",),
+                ttl_seconds=self.approval_timeout,
+            )
+            self.pending.add(proposal.proposal_id)
+            return proposal
+
+        return await asyncio.to_thread(file)
+
     async def _wait(self, proposal: Proposal) -> Proposal:
-        """Wait for a decision through the ledger's change feed; cancel on timeout or stop."""
+        """Wait for a decision through the ledger's change feed; cancel it on timeout."""
         deadline = time.monotonic() + self.approval_timeout
         cursor = await asyncio.to_thread(self.ledger.head)
-        current = proposal
-        try:
-            while True:
-                current = await asyncio.to_thread(self.ledger.get, proposal.proposal_id)
-                if current.status is not ProposalStatus.PENDING:
-                    return current  # approved, rejected, cancelled, expired or superseded
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or current.expires_at <= datetime.now(UTC):
-                    break
-                records = await asyncio.to_thread(
-                    self.ledger.wait_for_change, cursor, min(_WAIT_SLICE_S, remaining)
-                )
-                if records:
-                    cursor = records[-1].seq
-        except BaseException:
-            await asyncio.shield(self._withdraw(proposal.proposal_id, "the worker stopped"))
-            raise
+        while True:
+            current = await asyncio.to_thread(self.ledger.get, proposal.proposal_id)
+            if current.status is not ProposalStatus.PENDING:
+                return current  # approved, rejected, cancelled, expired or superseded
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or current.expires_at <= datetime.now(UTC):
+                break
+            records = await asyncio.to_thread(
+                self.ledger.wait_for_change, cursor, min(_WAIT_SLICE_S, remaining)
+            )
+            if records:
+                cursor = records[-1].seq
         await self._withdraw(proposal.proposal_id, "no decision in time")
         return await asyncio.to_thread(self.ledger.get, proposal.proposal_id)
+
+    def withdraw_pending(self, reason: str = "the worker stopped") -> None:
+        """Cancel (or revoke, if approved meanwhile) every proposal the worker was waiting on.
+
+        Called synchronously when the worker ends, so a stopped worker leaves no decision
+        behind that nothing will ever act on.
+        """
+        for proposal_id in list(self.pending):
+            with contextlib.suppress(LedgerError):
+                status = self.ledger.get(proposal_id).status
+                if status is ProposalStatus.PENDING:
+                    self.ledger.cancel(proposal_id, self.worker_id, reason)
+                elif status is ProposalStatus.APPROVED:
+                    self.ledger.revoke(proposal_id, self.worker_id, reason)
+            self.pending.discard(proposal_id)
 
     async def _withdraw(self, proposal_id: str, reason: str) -> None:
         try:

@@ -65,11 +65,16 @@ class BrowserTaskHandle:
         return self._result(exit_code)
 
     def stop(self, grace: float = STOP_GRACE_SECONDS) -> BrowserRunResult:
-        """SIGTERM the worker (it withdraws pending proposals and cleans up), SIGKILL after
-        ``grace`` seconds; then return its result."""
+        """Stop the worker and return its result.
+
+        SIGTERM goes to the worker alone (it withdraws pending proposals, closes Chromium and
+        deletes its profile); after ``grace`` seconds, or once it exited, its whole process
+        group gets SIGKILL so no Chromium is left behind.
+        """
         if self._process.poll() is None:
+            # The worker alone first: it withdraws pending proposals and closes Chromium itself.
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._process.pid, signal.SIGTERM)
+                os.kill(self._process.pid, signal.SIGTERM)
             deadline = time.monotonic() + grace
             while self._process.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandboxes.browser.config import (
     CHROMIUM_ARGS,
@@ -39,6 +39,9 @@ from sandboxes.browser.config import (
 from sandboxes.browser.policy import BrowserPolicy
 from supervisor.ledger.models import ProcessRecord
 from supervisor.ledger.service import ApprovalLedger
+
+if TYPE_CHECKING:
+    from sandboxes.browser.gate import ApprovalGate
 
 PROCESS_KIND = "browser_worker"
 HEARTBEAT_SECONDS = 2.0
@@ -85,10 +88,10 @@ class _Heartbeat:
                 _log.debug("heartbeat failed", exc_info=True)
 
 
-def _build_agent(config: BrowserWorkerConfig, ledger: ApprovalLedger, workdir: Path) -> Any:
+def _build_agent(config: BrowserWorkerConfig, gate: ApprovalGate, workdir: Path) -> Any:
     from browser_use import Agent, BrowserProfile, BrowserSession, ChatOpenAI
 
-    from sandboxes.browser.gate import ApprovalGate, GatedTools
+    from sandboxes.browser.gate import GatedTools
 
     llm = ChatOpenAI(
         model=config.model,
@@ -110,14 +113,6 @@ def _build_agent(config: BrowserWorkerConfig, ledger: ApprovalLedger, workdir: P
         auto_download_pdfs=False,
         captcha_solver=False,
     )
-    gate = ApprovalGate(
-        ledger,
-        config.policy,
-        worker_id=config.worker_id,
-        owner=config.owner,
-        thread_id=config.thread_id,
-        approval_timeout=config.approval_timeout,
-    )
     return Agent(
         task=config.task,
         llm=llm,
@@ -138,10 +133,10 @@ def _build_agent(config: BrowserWorkerConfig, ledger: ApprovalLedger, workdir: P
 
 
 async def run_agent(
-    config: BrowserWorkerConfig, ledger: ApprovalLedger, workdir: Path
+    config: BrowserWorkerConfig, gate: ApprovalGate, workdir: Path
 ) -> BrowserRunResult:
     """Run the gated agent to completion (or ``max_steps``) and summarise its history."""
-    agent = _build_agent(config, ledger, workdir)
+    agent = _build_agent(config, gate, workdir)
     try:
         history = await agent.run(max_steps=config.max_steps)
     finally:
@@ -192,12 +187,22 @@ def run_worker(config: BrowserWorkerConfig) -> BrowserRunResult:
     provider = SQLModelProvider(config.ledger_url)
     ledger = provider.ledger
     _record(config, ledger)
+    from sandboxes.browser.gate import ApprovalGate
+
+    gate = ApprovalGate(
+        ledger,
+        config.policy,
+        worker_id=config.worker_id,
+        owner=config.owner,
+        thread_id=config.thread_id,
+        approval_timeout=config.approval_timeout,
+    )
     heartbeat = _Heartbeat(ledger, config.worker_id)
     heartbeat.start()
     status, exit_code = "failed", 1
     result = BrowserRunResult(worker_id=config.worker_id, exit_code=1, errors=("did not finish",))
     try:
-        result = _run_until_signalled(config, ledger, workdir)
+        result = _run_until_signalled(config, gate, workdir)
         status, exit_code = "exited", 0
     except asyncio.CancelledError:
         status, exit_code = "stopped", 143
@@ -208,6 +213,7 @@ def run_worker(config: BrowserWorkerConfig) -> BrowserRunResult:
             worker_id=config.worker_id, exit_code=1, errors=(f"{type(exc).__name__}: {exc}",)
         )
     finally:
+        gate.withdraw_pending()
         heartbeat.stop()
         with contextlib.suppress(Exception):
             ledger.heartbeat(config.worker_id, status=status, exit_code=exit_code)
@@ -222,7 +228,7 @@ def run_worker(config: BrowserWorkerConfig) -> BrowserRunResult:
 
 
 def _run_until_signalled(
-    config: BrowserWorkerConfig, ledger: ApprovalLedger, workdir: Path
+    config: BrowserWorkerConfig, gate: ApprovalGate, workdir: Path
 ) -> BrowserRunResult:
     async def main() -> BrowserRunResult:
         task = asyncio.current_task()
@@ -230,7 +236,7 @@ def _run_until_signalled(
         if task is not None and threading.current_thread() is threading.main_thread():
             loop.add_signal_handler(signal.SIGTERM, task.cancel)
             loop.add_signal_handler(signal.SIGINT, task.cancel)
-        return await run_agent(config, ledger, workdir)
+        return await run_agent(config, gate, workdir)
 
     return asyncio.run(main())
 

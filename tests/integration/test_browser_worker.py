@@ -1,0 +1,329 @@
+"""The gated browser worker end to end: real Chromium, real browser-use, a real loopback site.
+
+A scripted OpenAI-compatible model drives browser-use's agent; a reviewer thread in the test
+process decides each proposal through the ledger, as a human in the TUI would. Without Chromium
+these tests skip locally and fail under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from support.browser_site import BrowserSite, agent_output, element_index, latest_page_state
+
+from sandboxes.browser import BrowserRunResult, BrowserTask
+from sandboxes.browser.config import ChromiumNotFound, find_chromium
+from supervisor.canonical import canonical_json
+from supervisor.ledger.models import Proposal, ProposalStatus
+from supervisor.ledger.service import ApprovalLedger
+from supervisor.provider import SQLModelProvider
+from supervisor.scripted_model import RecordedRequest, Reply, ScriptedModel
+
+pytestmark = pytest.mark.slow
+
+Step = Callable[[str], dict[str, Any]]
+Verdict = tuple[str, str]  # ("approve" | "reject" | "wait-approve", reason)
+RUN_TIMEOUT_S = 90.0
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """Chromium's path; skip without it locally, fail without it under CI=true."""
+    try:
+        return find_chromium()
+    except ChromiumNotFound as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{exc} (CI=true, so not skipping)", pytrace=False)
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def provider(sqlite_url: str) -> Iterator[SQLModelProvider]:
+    provider = SQLModelProvider(sqlite_url)
+    try:
+        yield provider
+    finally:
+        provider.close()
+
+
+class Plan:
+    """A scripted browser agent: one action per model request, then ``done``."""
+
+    def __init__(self, steps: list[Step]) -> None:
+        self.steps = steps
+        self.pages: list[str] = []
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        page = latest_page_state(request.messages)
+        self.pages.append(page)
+        index = len(self.pages) - 1
+        if index < len(self.steps):
+            return Reply(agent_output(self.steps[index](page)))
+        return Reply(agent_output({"done": {"text": "finished", "success": True}}))
+
+
+class Reviewer:
+    """Decides every pending proposal through the ledger from a background thread."""
+
+    def __init__(self, ledger: ApprovalLedger, decide: Callable[[Proposal], Verdict]) -> None:
+        self.ledger = ledger
+        self.decide = decide
+        self.seen: list[Proposal] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> Reviewer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        cursor = 0
+        while not self._stop.is_set():
+            records = self.ledger.wait_for_change(cursor, timeout=0.5)
+            if records:
+                cursor = records[-1].seq
+            for proposal in self.ledger.list(status="pending").items:
+                self.seen.append(proposal)
+                verdict, reason = self.decide(proposal)
+                if verdict == "wait-approve":
+                    self._stop.wait(4.5)
+                if verdict == "reject":
+                    self.ledger.reject(proposal.proposal_id, "reviewer@example.com", reason)
+                else:
+                    self.ledger.approve(proposal.proposal_id, "reviewer@example.com", reason)
+
+    def by_tool(self, tool_name: str) -> list[Proposal]:
+        """Final state of every proposal of one tool the reviewer decided."""
+        return [self.ledger.get(p.proposal_id) for p in self.seen if p.tool_name == tool_name]
+
+
+def approve_all(proposal: Proposal) -> Verdict:
+    return ("approve", "looks right")
+
+
+def run_task(
+    site: BrowserSite,
+    provider: SQLModelProvider,
+    chromium: str,
+    plan: Plan,
+    decide: Callable[[Proposal], Verdict],
+    *,
+    path: str = "/",
+) -> tuple[BrowserRunResult, Reviewer, ScriptedModel]:
+    with ScriptedModel(plan) as model, Reviewer(provider.ledger, decide) as reviewer:
+        task = BrowserTask(
+            f"Sign up as alice on {site.url(path)}",
+            allowed_domains=[f"127.0.0.1:{site.port}"],
+            model=model.model_name,
+            base_url=model.base_url,
+            api_key="sk-test",
+            ledger_url=provider.url,
+            chromium_path=chromium,
+            max_steps=8,
+            approval_timeout=30.0,
+            owner="browser-test",
+        )
+        result = task.run(timeout=RUN_TIMEOUT_S)
+    return result, reviewer, model
+
+
+def test_approved_actions_are_bound_to_url_and_element_and_submit_the_form(
+    provider: SQLModelProvider, chromium: str
+) -> None:
+    with BrowserSite() as site:
+        plan = Plan(
+            [
+                lambda page: {"navigate": {"url": site.url("/")}},
+                lambda page: {"input": {"index": element_index(page, "name=q"), "text": "alice"}},
+                lambda page: {
+                    "input": {"index": element_index(page, "type=password"), "text": "hunter2"}
+                },
+                lambda page: {"click": {"index": element_index(page, "<button")}},
+            ]
+        )
+        result, reviewer, _ = run_task(site, provider, chromium, plan, approve_all)
+        posts = site.seen("POST")
+
+    assert result.exit_code == 0, result
+    assert [p.form for p in posts] == [{"q": ["alice"], "pw": ["hunter2"]}]
+
+    (navigate,) = reviewer.by_tool("browser.navigate")
+    assert navigate.arguments["target_url"] == site.url("/")
+    assert navigate.arguments["target_origin"] == f"http://127.0.0.1:{site.port}"
+    assert navigate.execution_target["browser"] == result.worker_id
+
+    name_input, password_input = reviewer.by_tool("browser.input")
+    assert name_input.execution_target["url"] == site.url("/")
+    assert name_input.execution_target["element"]["attributes"]["name"] == "q"
+    assert set(name_input.execution_target["element"]["box"]) == {"x", "y", "width", "height"}
+    assert name_input.arguments["text"] == "alice"
+    assert password_input.arguments["text"]["masked"] is True
+    assert password_input.arguments["text"]["length"] == len("hunter2")
+
+    (click,) = reviewer.by_tool("browser.click")
+    assert click.execution_target["url"] == site.url("/")
+    assert click.execution_target["element"]["tag"] == "button"
+    assert click.execution_target["element"]["text"] == "Send"
+
+    every = [navigate, name_input, password_input, click]
+    assert all(p.status is ProposalStatus.EXECUTED for p in every)
+    assert all("hunter2" not in canonical_json(p.model_dump(mode="json")) for p in every)
+
+    (process,) = [p for p in provider.ledger.list_processes() if p.process_id == result.worker_id]
+    assert (process.kind, process.status, process.exit_code) == ("browser_worker", "exited", 0)
+
+
+def test_a_rejected_click_never_submits_the_form(provider: SQLModelProvider, chromium: str) -> None:
+    def reject_clicks(proposal: Proposal) -> Verdict:
+        if proposal.tool_name == "browser.click":
+            return ("reject", "do not submit yet")
+        return ("approve", "fine")
+
+    with BrowserSite() as site:
+        plan = Plan(
+            [
+                lambda page: {"navigate": {"url": site.url("/")}},
+                lambda page: {"input": {"index": element_index(page, "name=q"), "text": "alice"}},
+                lambda page: {"click": {"index": element_index(page, "<button")}},
+            ]
+        )
+        result, reviewer, model = run_task(site, provider, chromium, plan, reject_clicks)
+        posts = site.seen("POST")
+
+    assert result.exit_code == 0, result
+    assert posts == []
+    (click,) = reviewer.by_tool("browser.click")
+    assert click.status is ProposalStatus.REJECTED
+    after_click = latest_page_state(model.requests[3].messages)
+    assert "rejected by a human reviewer: do not submit yet" in after_click
+
+
+def test_navigation_outside_the_allowed_domains_is_denied_without_asking(
+    provider: SQLModelProvider, chromium: str
+) -> None:
+    with BrowserSite() as site, BrowserSite() as elsewhere:
+        plan = Plan(
+            [
+                lambda page: {"navigate": {"url": elsewhere.url("/", host="localhost")}},
+                lambda page: {"navigate": {"url": elsewhere.url("/")}},
+                lambda page: {"navigate": {"url": f"http://localhost:{site.port}/"}},
+            ]
+        )
+        result, reviewer, model = run_task(site, provider, chromium, plan, approve_all)
+        elsewhere_hits = elsewhere.seen()
+        site_hits = site.seen()
+
+    assert result.exit_code == 0, result
+    assert elsewhere_hits == []
+    assert site_hits == []
+    assert reviewer.seen == []
+    denied = [
+        event
+        for event in provider.ledger.trace_events(run_id=result.worker_id)
+        if event.outcome_status == "denied"
+    ]
+    assert [event.payload["arguments"]["target_url"] for event in denied] == [
+        elsewhere.url("/", host="localhost"),
+        elsewhere.url("/"),
+        f"http://localhost:{site.port}/",
+    ]
+    assert "denied by policy" in latest_page_state(model.requests[1].messages)
+
+
+def test_an_approval_does_not_carry_over_to_a_changed_element(
+    provider: SQLModelProvider, chromium: str
+) -> None:
+    def approve_clicks_late(proposal: Proposal) -> Verdict:
+        if proposal.tool_name == "browser.click":
+            return ("wait-approve", "approved after the page changed")
+        return ("approve", "fine")
+
+    with BrowserSite(swap_after_ms=3000) as site:
+        plan = Plan(
+            [
+                lambda page: {"navigate": {"url": site.url("/swap")}},
+                lambda page: {"click": {"index": element_index(page, "<button")}},
+            ]
+        )
+        result, reviewer, model = run_task(
+            site, provider, chromium, plan, approve_clicks_late, path="/swap"
+        )
+        posts = site.seen("POST")
+
+    assert result.exit_code == 0, result
+    assert posts == []
+    (click,) = reviewer.by_tool("browser.click")
+    assert click.execution_target["element"]["text"] == "Send"
+    assert click.status is ProposalStatus.CANCELLED
+    assert "page or element changed" in latest_page_state(model.requests[2].messages)
+
+
+def test_stopping_the_worker_withdraws_its_pending_proposal_and_ends_chromium(
+    provider: SQLModelProvider, chromium: str
+) -> None:
+    with BrowserSite() as site:
+        plan = Plan([lambda page: {"navigate": {"url": site.url("/")}}])
+        with ScriptedModel(plan) as model:
+            handle = BrowserTask(
+                "Open the site",
+                allowed_domains=[f"127.0.0.1:{site.port}"],
+                model=model.model_name,
+                base_url=model.base_url,
+                api_key="sk-test",
+                ledger_url=provider.url,
+                chromium_path=chromium,
+                approval_timeout=60.0,
+            ).start()
+            try:
+                pending = _wait_for_pending(provider.ledger, timeout=RUN_TIMEOUT_S / 2)
+                (process,) = [
+                    p for p in provider.ledger.list_processes() if p.process_id == handle.process_id
+                ]
+                assert (process.kind, process.pid, process.status) == (
+                    "browser_worker",
+                    handle.pid,
+                    "running",
+                )
+            finally:
+                result = handle.stop()
+        site_hits = site.seen()
+
+    (process,) = [p for p in provider.ledger.list_processes() if p.process_id == handle.process_id]
+    assert (result.exit_code, process.status) == (143, "stopped"), result
+    assert site_hits == []
+    assert provider.ledger.get(pending.proposal_id).status is ProposalStatus.CANCELLED
+    assert _group_ends(handle.pid, timeout=10.0), "Chromium outlived the stopped worker"
+
+
+def _group_ends(pgid: int, timeout: float) -> bool:
+    """True once no process is left in the worker's process group (Chromium included)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _wait_for_pending(ledger: ApprovalLedger, timeout: float) -> Proposal:
+    deadline = time.monotonic() + timeout
+    cursor = 0
+    while time.monotonic() < deadline:
+        pending = ledger.list(status="pending").items
+        if pending:
+            return pending[0]
+        records = ledger.wait_for_change(cursor, timeout=0.5)
+        if records:
+            cursor = records[-1].seq
+    raise AssertionError("the worker filed no proposal in time")
