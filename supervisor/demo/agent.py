@@ -14,6 +14,7 @@ import threading
 import uuid
 from datetime import UTC, datetime
 
+from sandboxes import run_code
 from supervisor.demo.model import SCENARIOS
 from supervisor.demo.tools import (
     create_customer,
@@ -56,7 +57,13 @@ def main(scenario: str) -> int:
         .with_llm_config({"provider": "openai", "model": "scripted-model"})
         .with_memory_provider(provider)
         .with_tools(
-            [inventory_lookup, create_customer, export_stock_report, replica_inventory_lookup]
+            [
+                inventory_lookup,
+                create_customer,
+                export_stock_report,
+                replica_inventory_lookup,
+                run_code,
+            ]
         )
         .with_tool_result_policy(ToolResultPolicy(offload_above_chars=8_000))
         .build_and_save()

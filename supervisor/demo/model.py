@@ -20,6 +20,10 @@ SCENARIOS: dict[str, tuple[str, ToolCall]] = {
         "Export the full stock report.",
         ToolCall("export_stock_report", {"warehouse": "london"}),
     ),
+    "sandbox": (
+        "Compute 2 to the power of 100 in Python.",
+        ToolCall("run_code", {"language": "python", "code": "print(2 ** 100)", "files": {}}),
+    ),
     "fallback": (
         "Check A-100 even if the primary inventory is down.",
         ToolCall("replica_inventory_lookup", {"sku": "A-100"}),
