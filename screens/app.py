@@ -15,6 +15,7 @@ from supervisor.ledger.service import ApprovalLedger
 from supervisor.provider import SQLModelProvider
 from supervisor.services.approvals import ApprovalsService
 from supervisor.services.identity import ApproverIdentity
+from supervisor.services.process_control import ProcessControl
 from supervisor.services.processes import ProcessesService
 from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import TracesService
@@ -31,6 +32,9 @@ MAIN_COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("toggle_hash", "Toggle full args hash", "Show the args hash in full"),
     ("focus_filter", "Filter the inbox", "Focus the inbox filter"),
     ("focus_trace", "Focus the live trace", "Move to the trace"),
+    ("start_run", "Start a supervised run", "supervisor run MODULE:FACTORY --input TEXT"),
+    ("follow_log", "Follow a run's output", "Tail the selected process's log"),
+    ("stop_process", "Stop a run", "SIGTERM the selected process, SIGKILL after a grace"),
 )
 
 
@@ -50,8 +54,10 @@ class SupervisorApp(App[None]):
         processes: ProcessesService | None = None,
         review_source: str | None = None,
         provider: SQLModelProvider | None = None,
+        process_control: ProcessControl | None = None,
     ) -> None:
         super().__init__()
+        self.process_control = process_control
         self.settings = settings
         self.approvals = approvals
         self.traces = traces
@@ -97,6 +103,7 @@ def make_app(
     ledger: ApprovalLedger | None = None,
     identity: ApproverIdentity | None = None,
     review_source: str | None = None,
+    process_control: ProcessControl | None = None,
 ) -> SupervisorApp:
     """Build the supervisor app and its services.
 
@@ -107,6 +114,7 @@ def make_app(
         identity: Who decides; defaults to OS user@host plus a fresh instance id, via=tui.
         review_source: Open the read-only offline review of this ledger path/URL or JSONL
             trace instead of the live screens.
+        process_control: Starts and stops supervised runs (default: on the same ledger).
 
     Returns:
         The app, not yet running.
@@ -121,6 +129,10 @@ def make_app(
     approvals = ApprovalsService(ledger, identity or ApproverIdentity.current("tui"), settings)
     traces = TracesService(ledger, settings)
     processes = ProcessesService(ledger, settings, pending=approvals.pending, trace=traces.events)
-    return SupervisorApp(
-        settings, approvals=approvals, traces=traces, processes=processes, provider=provider
+    control = process_control or ProcessControl(
+        ledger, provider.url if provider is not None else settings.db_url
     )
+    return SupervisorApp(
+        settings, approvals=approvals, traces=traces, processes=processes, provider=provider,
+        process_control=control,
+    )  # fmt: skip

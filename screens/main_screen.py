@@ -26,6 +26,7 @@ from screens.messages import (
     ProposalDetailLoaded,
     TraceEventsArrived,
 )
+from screens.process_actions import ProcessActions
 from screens.widgets.detail.detail_pane import DetailPane
 from screens.widgets.inbox.inbox_pane import InboxPane
 from screens.widgets.processes.processes_pane import ProcessesPane
@@ -39,7 +40,7 @@ from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import TraceBatch, TracesService
 
 
-class MainScreen(DecisionActions):
+class MainScreen(DecisionActions, ProcessActions):
     """Watch and steer: everything a supervisor needs on one screen."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -55,6 +56,10 @@ class MainScreen(DecisionActions):
         Binding("i", "focus_inbox", "Inbox", show=False, id="focus-inbox"),
         Binding("t", "focus_trace", "Trace", show=False, id="focus-trace"),
         Binding("d", "focus_detail", "Detail", show=False, id="focus-detail"),
+        Binding("s", "start_run", "Start run", show=False, id="start-run"),
+        Binding("l", "follow_log", "Follow log", show=False, id="follow-log"),
+        Binding("k", "stop_process", "Stop run", show=False, id="stop-process"),
+        Binding("p", "focus_processes", "Processes", show=False, id="focus-processes"),
     ]
 
     def __init__(
@@ -251,6 +256,9 @@ class MainScreen(DecisionActions):
 
     def action_focus_detail(self) -> None:
         self.query_one("#detail-arguments").focus()
+
+    def action_focus_processes(self) -> None:
+        self.query_one(ProcessesPane).focus()
 
     def action_toggle_hash(self) -> None:
         self.query_one(DetailPane).toggle_full_hash()

@@ -1,0 +1,357 @@
+"""Supervisor TUI budgets (DESIGN §8, issue 6), each against a bare peer in the same run.
+
+1. First paint with N pending (default 10,000): from ``make_app`` + headless ``run_test`` start
+   to the inbox DataTable holding every pending row and a refresh having run. Peer: a bare
+   Textual app whose DataTable gets the same rows from one bare sqlite3 SELECT.
+2. Tail lag: a separate process appends trace events at a fixed rate (default 5,000/s, in
+   batches every 20 ms) with its wall-clock write time in the payload; the lag is the time from
+   the write to the live trace pane (``TraceView.set_events``) holding the event. Peer: a bare
+   sqlite3 loop polling ``id > ?`` at the service's 0.1 s interval in the same process.
+3. First screen of a ledger with M trace events (default 1,000,000, bulk-inserted with
+   SQLAlchemy core): from ``make_app(review_source=...)`` start to the review timeline holding
+   rows. Peer: a bare sqlite3 SELECT of the first chunk (5,000 rows).
+
+Run: .venv/bin/python bench/bench_tui.py [--pending 10000] [--rate 5000] [--seconds 10]
+     [--events 1000000] [--rounds 3] [--only paint|tail|review]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+SIZE = (160, 50)
+ARGUMENTS = {"name": "Ada Lovelace", "email": "ada@example.com", "plan": "pro", "seats": 3}
+
+
+def _provider(url: str) -> Any:
+    from supervisor.provider import SQLModelProvider
+
+    provider = SQLModelProvider(url)
+    provider.ledger  # noqa: B018 - opens the engine and brings the schema current
+    return provider
+
+
+async def _until(predicate: Callable[[], bool], limit: float = 120.0) -> None:
+    deadline = time.perf_counter() + limit
+    while not predicate():
+        if time.perf_counter() > deadline:
+            raise TimeoutError("condition not reached")
+        await asyncio.sleep(0.002)
+
+
+# --- 1. first paint with N pending ---------------------------------------------------------
+
+
+def seed_pending(url: str, count: int) -> None:
+    """Bulk-insert ``count`` pending proposals (rows built from domain ``Proposal``s)."""
+    import sqlalchemy as sa
+    from sqlmodel import SQLModel
+
+    from supervisor.canonical import args_hash
+    from supervisor.ledger.models import Proposal, ProposalStatus
+    from supervisor.store.convert import proposal_to_row
+    from supervisor.store.tables import ProposalRow
+
+    provider = _provider(url)
+    table = SQLModel.metadata.tables[ProposalRow.__tablename__]
+    digest = args_hash("create_customer", "schema-v1", ARGUMENTS, {})
+    start = datetime.now(UTC)
+    rows = []
+    for index in range(count):
+        created = start + timedelta(milliseconds=index)
+        proposal = Proposal(
+            proposal_id=uuid.uuid4().hex, tool_name="create_customer",
+            tool_schema_hash="schema-v1", arguments=ARGUMENTS, args_hash=digest,
+            execution_target={}, policy_reason="creates a customer", owner=f"agent-{index % 20}",
+            thread_id=f"thread-{index % 500}", domains=("crm",), status=ProposalStatus.PENDING,
+            created_at=created, updated_at=created, expires_at=created + timedelta(days=365),
+        )  # fmt: skip
+        rows.append(proposal_to_row(proposal).model_dump())
+    with provider.engine.begin() as connection:
+        for offset in range(0, len(rows), 5_000):
+            connection.execute(sa.insert(table), rows[offset : offset + 5_000])
+    provider.close()
+
+
+async def paint_supervisor(url: str, count: int) -> float:
+    from screens.app import make_app
+    from screens.main_screen import MainScreen
+    from screens.widgets.inbox.inbox_pane import InboxPane
+    from supervisor.services.settings import SupervisorSettings
+
+    started = time.perf_counter()
+    app = make_app(SupervisorSettings(db_url=url))
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(lambda: isinstance(app.screen, MainScreen))
+        inbox = app.screen.query_one(InboxPane)
+        await _until(lambda: inbox.table.row_count >= count)
+        await pilot.pause()
+        return time.perf_counter() - started
+
+
+async def paint_peer(path: Path, count: int) -> float:
+    from textual.app import App, ComposeResult
+    from textual.widgets import DataTable
+
+    class Peer(App[None]):
+        def compose(self) -> ComposeResult:
+            yield DataTable()
+
+        def on_mount(self) -> None:
+            table: DataTable[str] = self.query_one(DataTable)
+            table.add_columns("tool", "agent", "thread", "domain", "risk", "expires")
+            with sqlite3.connect(path) as connection:
+                rows = connection.execute(
+                    "SELECT tool_name, owner, thread_id, 'crm', '-', expires_at FROM proposal"
+                    " WHERE status='pending' ORDER BY created_at, id"
+                ).fetchall()
+            table.add_rows([tuple(str(v) for v in row) for row in rows])
+
+    started = time.perf_counter()
+    app = Peer()
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(DataTable)
+        await _until(lambda: table.row_count >= count)
+        await pilot.pause()
+        return time.perf_counter() - started
+
+
+def bench_paint(folder: Path, count: int, rounds: int) -> dict[str, Any]:
+    path = folder / "pending.db"
+    url = f"sqlite:///{path}"
+    seed_pending(url, count)
+    ours = [asyncio.run(paint_supervisor(url, count)) for _ in range(rounds)]
+    peer = [asyncio.run(paint_peer(path, count)) for _ in range(rounds)]
+    return {"pending": count, "supervisor_s": ours, "peer_s": peer}
+
+
+# --- 2. tail lag while another process writes ----------------------------------------------
+
+
+def writer(url: str, rate: int, seconds: float) -> None:
+    """Append ``rate`` events/s for ``seconds`` in 20 ms batches, stamping the write time."""
+    from supervisor.ledger.models import TraceEvent
+
+    provider = _provider(url)
+    per_batch = max(1, rate // 50)
+    deadline = time.monotonic() + seconds
+    tick = time.monotonic()
+    written = 0
+    while time.monotonic() < deadline:
+        stamp = time.time()
+        batch = [
+            TraceEvent(
+                at=datetime.now(UTC),
+                agent_id=f"agent-{i % 4}",
+                thread_id="t",
+                run_id="r",
+                kind="tool_result",
+                tool="inventory_lookup",
+                outcome_status="success",
+                payload={"t": stamp, "n": written + i},
+            )
+            for i in range(per_batch)
+        ]
+        provider.ledger.append_trace(batch)
+        written += per_batch
+        tick += 0.02
+        time.sleep(max(0.0, tick - time.monotonic()))
+    provider.close()
+    print(json.dumps({"written": written, "seconds": seconds}), flush=True)
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    if not ordered:
+        return {}
+    return {
+        "n": len(ordered),
+        "p50_ms": round(1000 * statistics.median(ordered), 1),
+        "p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 1),
+        "max_ms": round(1000 * ordered[-1], 1),
+    }
+
+
+async def tail_supervisor(url: str, rate: int, seconds: float) -> dict[str, Any]:
+    from screens.app import make_app
+    from screens.main_screen import MainScreen
+    from screens.widgets.trace.trace_view import TraceView
+    from supervisor.ledger.models import TraceEvent
+    from supervisor.services.settings import SupervisorSettings
+
+    lags: list[float] = []
+    app = make_app(SupervisorSettings(db_url=url))
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(lambda: isinstance(app.screen, MainScreen))
+        view = app.screen.query_one(TraceView)
+        original = view.set_events
+
+        def recording(events: list[TraceEvent]) -> None:
+            original(events)
+            if events and "t" in events[-1].payload:
+                lags.append(time.time() - float(events[-1].payload["t"]))
+
+        view.set_events = recording  # type: ignore[method-assign]
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, __file__, "--writer", url, str(rate), str(seconds),
+            stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        while process.returncode is None:
+            await pilot.pause(0.05)
+        await pilot.pause(0.5)
+        output = await process.stdout.read() if process.stdout else b"{}"
+        report = json.loads(output or b"{}")
+    return {**report, "repaints": len(lags), **_percentiles(lags[1:])}
+
+
+def tail_peer(url: str, path: Path, rate: int, seconds: float) -> dict[str, Any]:
+    lags: list[float] = []
+    connection = sqlite3.connect(path)
+    after = connection.execute("SELECT coalesce(max(id), 0) FROM trace_event").fetchone()[0]
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--writer", url, str(rate), str(seconds)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    while process.poll() is None:
+        rows = connection.execute(
+            "SELECT id, payload_json FROM trace_event WHERE id > ? ORDER BY id LIMIT 2000", (after,)
+        ).fetchall()
+        if rows:
+            after = rows[-1][0]
+            lags.append(time.time() - float(json.loads(rows[-1][1])["t"]))
+        time.sleep(0.1)
+    connection.close()
+    return _percentiles(lags[1:])
+
+
+def bench_tail(folder: Path, rate: int, seconds: float) -> dict[str, Any]:
+    path = folder / "tail.db"
+    url = f"sqlite:///{path}"
+    _provider(url).close()
+    return {
+        "rate": rate,
+        "seconds": seconds,
+        "supervisor": asyncio.run(tail_supervisor(url, rate, seconds)),
+        "peer": tail_peer(url, path, rate, seconds),
+    }
+
+
+# --- 3. first screen of a large ledger in the offline review --------------------------------
+
+
+def seed_events(path: Path, count: int) -> float:
+    """Bulk-insert ``count`` trace events with SQLAlchemy core; returns the seconds taken."""
+    import sqlalchemy as sa
+    from sqlmodel import SQLModel
+
+    from supervisor.store.tables import TraceEventRow
+
+    started = time.perf_counter()
+    provider = _provider(f"sqlite:///{path}")
+    table = SQLModel.metadata.tables[TraceEventRow.__tablename__]
+    base = datetime(2030, 1, 1, tzinfo=UTC)
+    statuses = ("success", "success", "success", "empty", "fallback", "error")
+    tools = ("inventory_lookup", "create_customer", "export_report", "search_docs")
+    with provider.engine.begin() as connection:
+        for offset in range(0, count, 50_000):
+            connection.execute(
+                sa.insert(table),
+                [
+                    {
+                        "at": base + timedelta(milliseconds=i),
+                        "agent_id": f"agent-{i % 8}",
+                        "thread_id": f"thread-{i % 300}",
+                        "run_id": f"run-{i // 50}",
+                        "kind": "tool_result",
+                        "tool": tools[i % 4],
+                        "outcome_status": statuses[i % 6],
+                        "reason_code": "ok",
+                        "payload_json": f'{{"n": {i}}}',
+                        "blob_ref": None,
+                    }
+                    for i in range(offset, min(count, offset + 50_000))
+                ],
+            )
+    provider.close()
+    return time.perf_counter() - started
+
+
+async def review_supervisor(path: Path) -> float:
+    from screens.app import make_app
+    from screens.widgets.review.timeline import ReviewTimeline
+
+    started = time.perf_counter()
+    app = make_app(review_source=str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(lambda: bool(app.screen.query(ReviewTimeline)))
+        timeline = app.screen.query_one(ReviewTimeline)
+        await _until(lambda: len(timeline.rows) > 0)
+        await pilot.pause()
+        return time.perf_counter() - started
+
+
+def review_peer(path: Path) -> float:
+    started = time.perf_counter()
+    with sqlite3.connect(path) as connection:
+        connection.execute("SELECT * FROM trace_event ORDER BY id LIMIT 5000").fetchall()
+    return time.perf_counter() - started
+
+
+def bench_review(folder: Path, count: int, rounds: int) -> dict[str, Any]:
+    path = folder / "events.db"
+    seeded = seed_events(path, count)
+    ours = [asyncio.run(review_supervisor(path)) for _ in range(rounds)]
+    peer = [review_peer(path) for _ in range(rounds)]
+    return {
+        "events": count,
+        "seed_s": round(seeded, 1),
+        "file_mb": round(path.stat().st_size / 1e6),
+        "supervisor_s": ours,
+        "peer_s": peer,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pending", type=int, default=10_000)
+    parser.add_argument("--rate", type=int, default=5_000)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", choices=("paint", "tail", "review"), default=None)
+    parser.add_argument("--writer", nargs=3, metavar=("URL", "RATE", "SECONDS"), help="internal")
+    args = parser.parse_args()
+    if args.writer:
+        writer(args.writer[0], int(args.writer[1]), float(args.writer[2]))
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-tui-") as folder:
+        results: dict[str, Any] = {}
+        if args.only in (None, "paint"):
+            results["paint"] = bench_paint(Path(folder), args.pending, args.rounds)
+            print(json.dumps(results["paint"]), flush=True)
+        if args.only in (None, "tail"):
+            results["tail"] = bench_tail(Path(folder), args.rate, args.seconds)
+            print(json.dumps(results["tail"]), flush=True)
+        if args.only in (None, "review"):
+            results["review"] = bench_review(Path(folder), args.events, args.rounds)
+            print(json.dumps(results["review"]), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""Process control on the main screen: start a supervised run, follow its log, stop it.
+
+The process-control service does the blocking work in thread workers; they post the typed
+messages below and the handlers update the screen.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import work
+from textual.message import Message
+from textual.screen import Screen
+
+from screens.log_screen import LogScreen
+from screens.run_dialog import RunDialog, RunRequest
+from screens.widgets.processes.processes_pane import ProcessesPane
+from supervisor.errors import SupervisorError
+from supervisor.services.process_control import (
+    ProcessControl,
+    StartedRun,
+    StopReport,
+    log_path_of,
+)
+
+
+class RunStarted(Message):
+    """A ``supervisor run`` subprocess was spawned."""
+
+    def __init__(self, run: StartedRun) -> None:
+        super().__init__()
+        self.run = run
+
+
+class RunStopped(Message):
+    """A run was stopped and its end recorded in the ledger."""
+
+    def __init__(self, report: StopReport) -> None:
+        super().__init__()
+        self.report = report
+
+
+class ProcessControlFailed(Message):
+    """Starting or stopping a run failed; ``message`` says why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__()
+        self.message = message
+
+
+class ProcessActions(Screen[None]):
+    """Actions and workers for the processes pane (mixed into the main screen)."""
+
+    @property
+    def process_control(self) -> ProcessControl | None:
+        """The app's process-control service (``None`` when the app has none)."""
+        control = getattr(self.app, "process_control", None)
+        return control if isinstance(control, ProcessControl) else None
+
+    def selected_process_id(self) -> str | None:
+        """The process id of the highlighted row of the processes pane, if it is a process."""
+        pane = self.query_one(ProcessesPane)
+        if not pane.process_rows or pane.cursor_row >= len(pane.process_rows):
+            return None
+        key = pane.process_rows[pane.cursor_row].key
+        return key.removeprefix("process:") if key.startswith("process:") else None
+
+    # -- start ----------------------------------------------------------------------------
+
+    def action_start_run(self) -> None:
+        if self.process_control is None:
+            self.notify("Process control is not available here.", severity="warning")
+            return
+        self.app.push_screen(RunDialog(), self._run_requested)
+
+    def _run_requested(self, request: RunRequest | None) -> None:
+        if request is not None:
+            self.start_run(request)
+
+    @work(thread=True, exit_on_error=False, group="process-control")
+    def start_run(self, request: RunRequest) -> None:
+        control = self.process_control
+        assert control is not None
+        try:
+            started = control.start_run(request.reference, request.text)
+        except (SupervisorError, OSError) as error:
+            self.post_message(ProcessControlFailed(getattr(error, "message", str(error))))
+            return
+        self.post_message(RunStarted(started))
+
+    def on_run_started(self, message: RunStarted) -> None:
+        self.notify(f"{message.run.process_id} (pid {message.run.pid})", title="Run started")
+        self.follow(message.run.process_id, message.run.log_path)
+
+    # -- follow ---------------------------------------------------------------------------
+
+    def follow(self, process_id: str, log_path: Path) -> None:
+        """Open the log viewer on a run's output."""
+        self.app.push_screen(LogScreen(process_id, log_path, stopper=self.stop_process))
+
+    def action_follow_log(self) -> None:
+        process_id = self.selected_process_id()
+        control = self.process_control
+        if process_id is None or control is None:
+            self.notify("Select a supervised process first.", severity="warning")
+            return
+        self.find_log(process_id)
+
+    @work(thread=True, exit_on_error=False, group="process-control")
+    def find_log(self, process_id: str) -> None:
+        control = self.process_control
+        assert control is not None
+        try:
+            log_path = log_path_of(control.find(process_id))
+        except SupervisorError as error:
+            self.post_message(ProcessControlFailed(error.message))
+            return
+        if log_path is None:
+            self.post_message(ProcessControlFailed(f"{process_id} records no log file."))
+            return
+        self.app.call_from_thread(self.follow, process_id, log_path)
+
+    # -- stop -----------------------------------------------------------------------------
+
+    def action_stop_process(self) -> None:
+        process_id = self.selected_process_id()
+        if process_id is None or self.process_control is None:
+            self.notify("Select a supervised process first.", severity="warning")
+            return
+        self.stop_process(process_id)
+
+    def stop_process(self, process_id: str) -> None:
+        """Stop a run in a worker (SIGTERM, then SIGKILL after the grace period)."""
+        self.notify(f"Stopping {process_id} …")
+        self._stop_worker(process_id)
+
+    @work(thread=True, exit_on_error=False, group="process-stop")
+    def _stop_worker(self, process_id: str) -> None:
+        control = self.process_control
+        assert control is not None
+        try:
+            report = control.stop(process_id)
+        except (SupervisorError, OSError) as error:
+            self.post_message(ProcessControlFailed(getattr(error, "message", str(error))))
+            return
+        self.post_message(RunStopped(report))
+
+    def on_run_stopped(self, message: RunStopped) -> None:
+        report = message.report
+        self.notify(
+            f"{report.process_id} stopped ({report.signal_name}, exit {report.exit_code})",
+            title="Run stopped",
+        )
+
+    def on_process_control_failed(self, message: ProcessControlFailed) -> None:
+        self.notify(message.message, title="Process control", severity="error")

@@ -1,0 +1,230 @@
+"""Start, follow and stop supervised agent runs (``supervisor run``) from a supervisor.
+
+A run is a subprocess in its own process group writing stdout and stderr to a log file (the
+path is recorded in the process table's command as ``--log PATH``). Stopping sends SIGTERM to
+the group, waits a grace period, then SIGKILL; the ledger ends up with status ``stopped`` and
+the exit code either way. Only processes on this host can be signalled.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from supervisor.errors import SupervisorError
+from supervisor.ledger.models import ProcessRecord
+from supervisor.ledger.service import ApprovalLedger
+
+TAIL_LIMIT = 256 * 1024
+FINISHED = ("exited", "stopped")
+
+
+class ProcessControlError(SupervisorError):
+    """A run cannot be started or stopped (unknown id, another host, no console script)."""
+
+    code = "process_control_failed"
+
+
+@dataclass(frozen=True)
+class StartedRun:
+    """A run this supervisor spawned."""
+
+    process_id: str
+    pid: int
+    log_path: Path
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StopReport:
+    """How a stop went: the last signal sent and the exit code recorded."""
+
+    process_id: str
+    signal_name: str
+    exit_code: int | None
+
+
+def log_folder(db_url: str | None) -> Path:
+    """``logs/`` beside a SQLite ledger file, else a temporary folder."""
+    if db_url:
+        url = make_url(db_url)
+        if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+            return Path(str(url.database)).resolve().parent / "logs"
+    return Path(tempfile.gettempdir()) / "agent-supervisor-logs"
+
+
+def log_path_of(process: ProcessRecord) -> Path | None:
+    """The ``--log PATH`` recorded in a process's command, if any."""
+    try:
+        words = shlex.split(process.command)
+    except ValueError:
+        return None
+    for flag, value in itertools.pairwise(words):
+        if flag == "--log":
+            return Path(value)
+    return None
+
+
+def read_tail(path: Path, offset: int, limit: int = TAIL_LIMIT) -> tuple[str, int]:
+    """Text appended to ``path`` since ``offset`` (at most ``limit`` bytes) and the new offset.
+
+    A file that shrank (rotated or truncated) is read again from the start.
+    """
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return "", offset
+    if size < offset:
+        offset = 0
+    with path.open("rb") as handle:
+        handle.seek(offset)
+        chunk = handle.read(limit)
+    return chunk.decode("utf-8", errors="replace"), offset + len(chunk)
+
+
+def _supervisor_command() -> list[str]:
+    beside = Path(sys.executable).parent / "supervisor"
+    found = str(beside) if beside.exists() else shutil.which("supervisor")
+    if found is None:
+        raise ProcessControlError(
+            "The supervisor command is not installed beside this Python.",
+            hint="Install the package (pip install -e .) in this environment.",
+        )
+    return [found]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ProcessControl:
+    """Spawns and stops ``supervisor run`` subprocesses and keeps their state in the ledger.
+
+    Args:
+        ledger: The shared ledger (the runs record themselves in it).
+        db_url: The ledger URL passed to the runs (``None``: their default ledger).
+        logs: Folder for run logs (default: :func:`log_folder`).
+        env: Extra environment for the runs (e.g. a model endpoint or PYTHONPATH).
+    """
+
+    def __init__(
+        self,
+        ledger: ApprovalLedger,
+        db_url: str | None,
+        *,
+        logs: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.ledger = ledger
+        self.db_url = db_url
+        self.logs = logs or log_folder(db_url)
+        self.env = dict(env or {})
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start_run(self, reference: str, text: str, thread_id: str | None = None) -> StartedRun:
+        """Spawn ``supervisor run REFERENCE --input TEXT`` with its output in a log file."""
+        if ":" not in reference:
+            raise ProcessControlError(f"{reference!r} is not MODULE:FACTORY.")
+        process_id = f"run-{uuid.uuid4().hex[:12]}"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log_path = self.logs / f"{process_id}.log"
+        argv = [*_supervisor_command(), "run", reference, "--input", text]
+        argv += ["--process-id", process_id, "--log", str(log_path)]
+        if thread_id:
+            argv += ["--thread", thread_id]
+        if self.db_url:
+            argv += ["--db", self.db_url]
+        with log_path.open("ab") as log:
+            child = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, env={**os.environ, **self.env},
+            )  # fmt: skip
+        self._children[process_id] = child
+        return StartedRun(process_id, child.pid, log_path, tuple(argv))
+
+    def find(self, process_id: str) -> ProcessRecord:
+        """The process row, or :class:`ProcessControlError` when there is none."""
+        for process in self.ledger.list_processes():
+            if process.process_id == process_id:
+                return process
+        raise ProcessControlError(f"No process {process_id} in the ledger.")
+
+    def reap(self) -> None:
+        """Collect children that exited by themselves (no zombies)."""
+        for process_id, child in list(self._children.items()):
+            if child.poll() is not None:
+                del self._children[process_id]
+
+    def _wait(self, process_id: str, pid: int, seconds: float) -> int | None:
+        """Wait for the process to end; its exit code when it is our child, else ``None``."""
+        child = self._children.get(process_id)
+        if child is not None:
+            try:
+                return child.wait(timeout=seconds)
+            except subprocess.TimeoutExpired:
+                return None
+        deadline = time.monotonic() + seconds
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return None
+
+    def stop(self, process_id: str, grace: float = 5.0) -> StopReport:
+        """SIGTERM the run's process group, SIGKILL after ``grace`` seconds, record the end.
+
+        Raises:
+            ProcessControlError: Unknown process, no pid, or it runs on another host.
+        """
+        record = self.find(process_id)
+        if record.pid is None or record.host != socket.gethostname():
+            raise ProcessControlError(
+                f"{process_id} runs on {record.host or 'an unknown host'}; stop it there."
+            )
+        pid = record.pid
+        if record.status in FINISHED and not _alive(pid):
+            return StopReport(process_id, "none", record.exit_code)
+        group = pid if os.getpgid(pid) == pid else None
+
+        def send(sig: signal.Signals) -> None:
+            try:
+                if group is not None:
+                    os.killpg(group, sig)
+                else:
+                    os.kill(pid, sig)
+            except ProcessLookupError:
+                return
+
+        send(signal.SIGTERM)
+        sent = "SIGTERM"
+        code = self._wait(process_id, pid, grace)
+        child = self._children.get(process_id)
+        ended = child.poll() is not None if child is not None else not _alive(pid)
+        if not ended:
+            send(signal.SIGKILL)
+            sent = "SIGKILL"
+            code = self._wait(process_id, pid, 5.0)
+        self._children.pop(process_id, None)
+        after = self.find(process_id)
+        if after.status == "stopped" and after.exit_code is not None:
+            return StopReport(process_id, sent, after.exit_code)
+        recorded = code if code is not None else 128 + (9 if sent == "SIGKILL" else 15)
+        self.ledger.heartbeat(process_id, status="stopped", exit_code=recorded)
+        return StopReport(process_id, sent, recorded)

@@ -1,0 +1,233 @@
+"""Supervised agent runs: ``supervisor run MODULE:FACTORY --input TEXT``.
+
+The factory is named by the operator on the command line (the same trust as ``tools show``), so
+it is imported; nothing read from the ledger is ever imported or executed. The run records
+itself in the ledger's process table (kind ``agent_run``) with a heartbeat, pauses for human
+decisions with ``wait_for_decision``, resumes with ``continue_model=True`` and records its exit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from supervisor.errors import SupervisorError
+from supervisor.ledger.models import ProcessRecord
+
+if TYPE_CHECKING:
+    from supervisor.ledger.service import ApprovalLedger
+    from supervisor.runtime.agent import MemAgent
+    from supervisor.runtime.results import RunResult
+
+HEARTBEAT_SECONDS = 2.0
+#: Exit code of a run stopped by SIGTERM/SIGINT (128 + SIGTERM, as shells report it).
+STOPPED_EXIT_CODE = 128 + signal.SIGTERM
+
+Echo = Callable[[str], object]
+
+
+class FactoryReferenceError(SupervisorError, ValueError):
+    """``MODULE:FACTORY`` does not name a callable that returns an agent or a builder."""
+
+    code = "invalid_factory_reference"
+
+
+class RunStopped(BaseException):
+    """Raised in the main thread on SIGTERM/SIGINT (a BaseException so agents cannot swallow it)."""
+
+
+def load_factory(reference: str) -> Callable[[], Any]:
+    """Import the callable named ``package.module:qualname``.
+
+    Raises:
+        FactoryReferenceError: The reference is malformed or names nothing callable.
+    """
+    module_name, colon, qualname = reference.partition(":")
+    if not colon or not module_name or not qualname:
+        raise FactoryReferenceError(
+            f"{reference!r} is not MODULE:FACTORY.",
+            hint="Name a zero-argument function, e.g. mypackage.agents:make_agent.",
+        )
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as error:
+        raise FactoryReferenceError(
+            f"Cannot import {module_name!r}: {error}.",
+            hint="Check the module path and that its folder is on PYTHONPATH.",
+        ) from error
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise FactoryReferenceError(f"{module_name!r} has no attribute {qualname!r}.")
+    if not callable(target):
+        raise FactoryReferenceError(f"{reference!r} is not callable.")
+    factory: Callable[[], Any] = target
+    return factory
+
+
+def build_agent(reference: str) -> MemAgent:
+    """Call the factory and return its agent (a returned builder is built).
+
+    Raises:
+        FactoryReferenceError: The factory returned neither a ``MemAgent`` nor a builder.
+    """
+    from supervisor.runtime.agent import MemAgent
+    from supervisor.runtime.builder import MemAgentBuilder
+
+    made = load_factory(reference)()
+    if isinstance(made, MemAgentBuilder):
+        made = made.build()
+    if not isinstance(made, MemAgent):
+        raise FactoryReferenceError(
+            f"{reference} returned {type(made).__name__}, not a MemAgent or MemAgentBuilder."
+        )
+    return made
+
+
+@dataclass
+class SupervisedProcess:
+    """The process-table row of this run and its heartbeat thread."""
+
+    ledger: ApprovalLedger
+    process_id: str
+    status: str = "running"
+
+    def set_status(self, status: str, exit_code: int | None = None) -> None:
+        """Record a new status (and exit code) with a heartbeat."""
+        self.status = status
+        self.ledger.heartbeat(self.process_id, status=status, exit_code=exit_code)
+
+    @contextmanager
+    def heartbeats(self, every: float = HEARTBEAT_SECONDS) -> Iterator[None]:
+        """Refresh the heartbeat every ``every`` seconds while the block runs."""
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(every):
+                self.ledger.heartbeat(self.process_id)
+
+        thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(timeout=every + 1)
+
+
+def register_process(
+    ledger: ApprovalLedger, command: str, process_id: str | None = None
+) -> SupervisedProcess:
+    """Insert this process into the process table as ``running``."""
+    now = datetime.now(UTC)
+    record = ProcessRecord(
+        process_id=process_id or f"run-{uuid.uuid4().hex[:12]}",
+        kind="agent_run",
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        command=command,
+        status="running",
+        started_at=now,
+        heartbeat_at=now,
+    )
+    ledger.upsert_process(record)
+    return SupervisedProcess(ledger, record.process_id)
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Turn SIGTERM/SIGINT into :class:`RunStopped` in the main thread for the block."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise RunStopped(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def drive(
+    agent: MemAgent,
+    text: str,
+    process: SupervisedProcess,
+    echo: Echo,
+    *,
+    thread_id: str | None = None,
+    decision_timeout: float = 24 * 3600,
+) -> RunResult | None:
+    """Run ``text``, wait for each decision and resume until the run stops pausing.
+
+    Returns:
+        The last run result, or ``None`` when a decision never came or the model did not go on.
+    """
+    result = agent.run(text, thread_id=thread_id)
+    echo(f"[run] {result.status} (thread {result.thread_id})")
+    while result.status == "awaiting_approval":
+        continued: RunResult | None = None
+        for proposal in result.proposals:
+            process.set_status("waiting_for_approval")
+            echo(f"[run] waiting for a decision on {proposal.proposal_id} ({proposal.tool_name})")
+            decided = agent.wait_for_decision(proposal.proposal_id, timeout=decision_timeout)
+            if decided.status.value == "pending":
+                echo(f"[run] no decision on {proposal.proposal_id} in {decision_timeout:g}s")
+                return None
+            process.set_status("running")
+            resumed = agent.resume_approval(decided.proposal_id, continue_model=True)
+            answer = resumed.assistant_response or resumed.error_code or ""
+            echo(f"[run] {decided.status.value}: {answer}".rstrip())
+            continued = resumed.run or continued
+        if continued is None:
+            return None
+        result = continued
+    return result
+
+
+def run_supervised(
+    reference: str,
+    text: str,
+    *,
+    command: str,
+    echo: Echo,
+    thread_id: str | None = None,
+    process_id: str | None = None,
+    decision_timeout: float = 24 * 3600,
+) -> int:
+    """Build the agent, record the process, run it under supervision and record the exit.
+
+    Returns:
+        0 when the run completed, 1 when it failed or was left waiting, 143 when stopped.
+    """
+    agent = build_agent(reference)
+    process = register_process(agent.ledger, command, process_id)
+    echo(f"[run] process {process.process_id} (pid {os.getpid()}) on {agent.provider.url}")
+    exit_code = 1
+    status = "exited"
+    try:
+        with stop_on_signals(), process.heartbeats():
+            result = drive(
+                agent, text, process, echo, thread_id=thread_id, decision_timeout=decision_timeout
+            )
+        if result is not None and result.status == "completed":
+            exit_code = 0
+            echo(f"[run] completed: {result.output or ''}".rstrip())
+        elif result is not None:
+            echo(f"[run] {result.status}: {result.error or ''}")
+    except RunStopped as stopped:
+        echo(f"[run] stopped by {stopped}")
+        status, exit_code = "stopped", STOPPED_EXIT_CODE
+    finally:
+        process.set_status(status, exit_code)
+    return exit_code

@@ -1,0 +1,146 @@
+"""End to end in a real terminal: ``supervisor demo`` in tmux, approve with keys, agent resumes.
+
+tmux runs on its own socket (``-L``) with a fixed size; the test reads the screen with
+``capture-pane``, presses keys with ``send-keys`` and checks the ledger and the CRM agent's log.
+Missing tmux skips locally and fails under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from supervisor.ledger.models import ProposalStatus
+from supervisor.provider import SQLModelProvider
+
+pytestmark = pytest.mark.slow
+
+SUPERVISOR = str(Path(sys.executable).parent / "supervisor")
+
+
+class Tmux:
+    """One detached tmux server and session, driven by its socket name."""
+
+    def __init__(self, socket_name: str, session: str = "demo") -> None:
+        self.socket_name = socket_name
+        self.session = session
+
+    def __call__(self, *args: str) -> str:
+        completed = subprocess.run(
+            ["tmux", "-L", self.socket_name, *args],
+            capture_output=True, text=True, timeout=10, check=False,
+        )  # fmt: skip
+        return completed.stdout
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", self.session)
+
+    def keys(self, *keys: str) -> None:
+        self("send-keys", "-t", self.session, *keys)
+
+    def wait_for(self, predicate: Callable[[str], bool], limit: float, what: str) -> str:
+        deadline = time.monotonic() + limit
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if predicate(screen):
+                return screen
+            time.sleep(0.2)
+        raise AssertionError(f"{what} not seen within {limit}s; screen was:\n{screen}")
+
+
+def _kill_demo_processes(home: Path) -> None:
+    """SIGKILL every demo agent the ledger recorded that is still alive (their own groups)."""
+    ledger_file = home / "ledger.db"
+    if not ledger_file.exists():
+        return
+    with SQLModelProvider(f"sqlite:///{ledger_file}") as provider:
+        pids = [p.pid for p in provider.ledger.list_processes() if p.pid]
+    for pid in pids:
+        cmdline = Path(f"/proc/{pid}/cmdline")
+        with contextlib.suppress(OSError):
+            if b"supervisor.demo.agent" in cmdline.read_bytes():
+                os.killpg(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    if shutil.which("tmux") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("tmux is not installed (CI=true, so not skipping)", pytrace=False)
+        pytest.skip("tmux is not installed")
+    session = Tmux(f"supervisor-e2e-{uuid.uuid4().hex[:8]}")
+    pane_pid = ""
+    try:
+        yield session
+        pane_pid = session("display-message", "-p", "-t", session.session, "#{pane_pid}").strip()
+        session.keys("q")
+        with contextlib.suppress(AssertionError):
+            session.wait_for(lambda screen: "Agent Supervisor" not in screen, 10, "the TUI closing")
+    finally:
+        session("kill-server")
+        if pane_pid.isdigit():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pane_pid), signal.SIGKILL)
+        _kill_demo_processes(tmp_path / "demo")
+
+
+def test_demo_approve_in_tmux_resumes_the_waiting_crm_agent(tmux: Tmux, tmp_path: Path) -> None:
+    home = tmp_path / "demo"
+    # COLUMNS/LINES (set by pytest and others) would override the pane size in Textual.
+    command = f"env -u COLUMNS -u LINES TERM=xterm-256color {SUPERVISOR} demo --home {home}"
+    tmux("new-session", "-d", "-s", tmux.session, "-x", "160", "-y", "50", command)
+    tmux.wait_for(lambda screen: "create_customer" in screen, 60, "the create_customer proposal")
+    # The inbox has focus and highlights its first row; the detail pane then draws every
+    # argument line and the rendered guard says so ("all arguments shown").
+    # Select the create_customer row (other demo agents may be waiting too), then let the
+    # detail pane draw every argument line; a small pane must be scrolled ("d", PageDown).
+    tmux.keys("i", "Home")
+    for _ in range(10):
+        if "create_customer  [pending]" in tmux.screen():
+            break
+        tmux.keys("Down")
+        time.sleep(0.4)
+    tmux.wait_for(lambda screen: "create_customer  [pending]" in screen, 10, "the CRM detail")
+    for _ in range(20):
+        if "all arguments shown" in tmux.screen():
+            break
+        tmux.keys("d", "PageDown")
+        time.sleep(0.3)
+    tmux.wait_for(lambda screen: "all arguments shown" in screen, 15, "the rendered arguments")
+    time.sleep(0.5)
+    tmux.keys("a")
+    time.sleep(0.5)
+    if "Confirm" in tmux.screen():
+        tmux.keys("y")
+
+    with SQLModelProvider(f"sqlite:///{home / 'ledger.db'}") as provider:
+        deadline = time.monotonic() + 30
+        statuses: list[ProposalStatus] = []
+        while time.monotonic() < deadline:
+            proposals = provider.ledger.list(status=None, limit=50).items
+            statuses = [p.status for p in proposals if p.tool_name == "create_customer"]
+            if statuses and statuses[0] is ProposalStatus.EXECUTED:
+                break
+            time.sleep(0.2)
+        assert statuses == [ProposalStatus.EXECUTED], statuses
+        crm = next(p for p in proposals if p.tool_name == "create_customer")
+        assert crm.approver_context is not None and crm.approver_context.via == "tui"
+
+    log = home / "logs" / "crm.log"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and "approved: Done" not in log.read_text():
+        time.sleep(0.2)
+    text = log.read_text()
+    assert "waiting for a decision" in text
+    assert "approved: Done" in text and "cus_" in text

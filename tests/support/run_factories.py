@@ -1,0 +1,31 @@
+"""Agent factories for ``supervisor run support.run_factories:NAME`` in tests.
+
+The model comes from OPENAI_BASE_URL / OPENAI_API_KEY (a scripted model the test starts, e.g.
+``ScriptedModel(demo_turn)``) and the ledger from SUPERVISOR_DB (or ``--db``).
+"""
+
+from __future__ import annotations
+
+from supervisor import MemAgent, MemAgentBuilder
+from supervisor.demo.tools import create_customer, inventory_lookup
+
+
+def crm_builder() -> MemAgentBuilder:
+    """A builder for a CRM agent whose create_customer call waits for approval."""
+    return (
+        MemAgentBuilder()
+        .with_agent_id("run-crm")
+        .with_name("Run CRM")
+        .with_llm_config({"provider": "openai", "model": "scripted-model"})
+        .with_tools([inventory_lookup, create_customer])
+    )
+
+
+def crm_agent() -> MemAgent:
+    """The same agent, built and saved."""
+    return crm_builder().build_and_save()
+
+
+def not_an_agent() -> str:
+    """A factory that returns the wrong thing (the runner refuses it)."""
+    return "nope"
