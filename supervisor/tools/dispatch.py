@@ -27,6 +27,7 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import pydantic_core
@@ -111,15 +112,22 @@ def dispatch(tool: AnyTool, arguments: Arguments, *, approved: bool) -> ToolCall
     This is :func:`prepare` followed by :func:`execute`, fused because it is the hot path.
     """
     try:
-        validated = tool.validate_json(_raw_json(tool, arguments))
+        if (
+            type(arguments) is str
+            and arguments[:1] == "{"
+            and not (tool.openai.null_means_default and "null" in arguments)
+        ):
+            validated = tool.validate_json(arguments)  # the common case: JSON text of an object
+        else:
+            validated = tool.validate_json(_raw_json(tool, arguments))
     except ValidationError as exc:
         return error_result(tool.name, _refusal(tool, exc))
     except ToolCallError as error:
         return error_result(tool.name, error)
-    if tool.is_async or (tool.policy.requires_approval and not approved):
+    if not tool.runs_inline and (tool.is_async or not approved):
         prepared = PreparedCall(tool.name, validated, tool.signature.parameter_names)
         return execute(tool, prepared, approved=approved)
-    started = time.perf_counter()
+    started = perf_counter()
     try:
         returned = tool.function(**validated.__dict__)
     except Exception as exc:
@@ -127,8 +135,8 @@ def dispatch(tool: AnyTool, arguments: Arguments, *, approved: bool) -> ToolCall
         return _exception_result(tool, prepared, exc)
     if type(returned) is dict and is_plain_json_record(returned):
         # The common case: a flat JSON object with none of the legacy outcome keys.
-        latency_ms = (time.perf_counter() - started) * 1000.0
-        return ToolCallResult(tool.name, returned, timed_success(latency_ms))
+        outcome = timed_success((perf_counter() - started) * 1000.0)
+        return ToolCallResult(tool.name, returned, outcome)
     return _finish(tool, returned, started)
 
 

@@ -77,6 +77,8 @@ class GovernedTool(Generic[P, R]):
         self.schema_hash = schema_hash(tool_name, self.description, self.parameters)
         self.openai: OpenAITool = openai_tool(tool_name, self.description, self.parameters)
         self.is_async = inspect.iscoroutinefunction(function)
+        #: Dispatch may call it right away: synchronous and needing no approval.
+        self.runs_inline = not self.is_async and not self.policy.requires_approval
         self.execution_target: dict[str, Any] | None = None
         qualname = getattr(function, "__qualname__", "")
         module = getattr(function, "__module__", None)

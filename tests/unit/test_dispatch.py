@@ -265,3 +265,14 @@ def test_mapping_arguments_that_are_not_json_data_are_refused() -> None:
     assert result.error is not None
     assert result.error.code == "invalid_arguments"
     assert calls == []
+
+
+def test_async_tool_requiring_approval_runs_when_approved() -> None:
+    @governed_tool(side_effects=True, deterministic=False)
+    async def publish(text: str) -> dict[str, str]:
+        """Publish."""
+        await asyncio.sleep(0)
+        return {"published": text}
+
+    assert publish.dispatch({"text": "hi"}).error is not None
+    assert publish.dispatch({"text": "hi"}, approved=True).value == {"published": "hi"}
