@@ -57,12 +57,9 @@ def main() -> None:
         bare.append(time_per_call(bare_call, options.calls))
         governed.append(time_per_call(governed_call, options.calls))
     ratios = [g / b for g, b in zip(governed, bare, strict=True)]
-    print(
-        f"bare pydantic validate+call  median {statistics.median(bare):7.2f}  best {min(bare):7.2f} us/call"
-    )
-    print(
-        f"governed dispatch            median {statistics.median(governed):7.2f}  best {min(governed):7.2f} us/call"
-    )
+    for label, times in (("bare pydantic validate+call", bare), ("governed dispatch", governed)):
+        median, best = statistics.median(times), min(times)
+        print(f"{label:28s} median {median:7.2f}  best {best:7.2f} us/call")
     print(
         f"ratio governed/bare          median of rounds {statistics.median(ratios):.2f}x, "
         f"best/best {min(governed) / min(bare):.2f}x (goal <= 2x)"

@@ -89,6 +89,7 @@ class ApprovalsService:
         self._listeners: list[InboxListener] = []
         self._cursor = 0
         self._loaded_head = 0
+        self._applied_through = 0
         self._loaded = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -140,26 +141,38 @@ class ApprovalsService:
     # -- reading --------------------------------------------------------------------------
 
     def load(self) -> list[Proposal]:
-        """Read the whole pending set (keyset pages) and publish it.
+        """Read the pending set page by page, publishing each page as soon as it is read.
 
-        The feed cursor is taken before reading, so no change is missed: records between the
-        cursor and the snapshot are re-applied by :meth:`poll` (idempotently).
+        The first page is small (``settings.inbox_first_page``) so a UI can paint it at once;
+        the rest follows in pages of ``settings.inbox_page``. Between pages the feed records
+        written since the load began are applied, so a proposal decided elsewhere leaves the
+        inbox while the rest is still loading. The feed cursor is taken before reading, so no
+        change is missed; re-applying a record is idempotent.
         """
         head = self.ledger.head()
+        with self._lock:
+            self._pending = {}
+            self._loaded_head = head
+            self._applied_through = head
+            self._loaded = False
         pending: list[Proposal] = []
         cursor: str | None = None
+        size = self.settings.inbox_first_page
         while True:
-            page = self.ledger.list(status=ProposalStatus.PENDING, limit=_PAGE, cursor=cursor)
-            pending.extend(page.items)
+            page = self.ledger.list(status=ProposalStatus.PENDING, limit=size, cursor=cursor)
             cursor = page.next_cursor
+            with self._lock:
+                for proposal in page.items:
+                    self._pending[proposal.proposal_id] = proposal
+                self._loaded = cursor is None
+            pending.extend(page.items)
+            self._publish(InboxChange(upserted=page.items, loaded=cursor is None))
             if cursor is None:
-                break
-        with self._lock:
-            self._pending = {proposal.proposal_id: proposal for proposal in pending}
-            self._loaded_head = head
-            self._loaded = True
-        self._publish(InboxChange(upserted=tuple(pending), loaded=True))
-        return pending
+                return pending
+            with self._lock:
+                after = self._applied_through
+            self._apply_records(self.ledger.events_since(after, _PAGE))
+            size = self.settings.inbox_page
 
     def poll(self, timeout: float = 0.0) -> InboxChange | None:
         """Apply feed records after the cursor (waiting up to ``timeout``) and publish them."""
@@ -167,15 +180,22 @@ class ApprovalsService:
         if not records:
             return None
         self._cursor = records[-1].seq
-        subjects: dict[str, None] = {}
-        decisions: list[AuditRecord] = []
         with self._lock:
             for record in records:
                 self._history.setdefault(record.subject, []).append(record)
-                if record.seq > self._loaded_head:
-                    subjects[record.subject] = None
-                    if record.action in DECISION_ACTIONS:
-                        decisions.append(record)
+            fresh = [record for record in records if record.seq > self._applied_through]
+        return self._apply_records(fresh) or InboxChange(loaded=self._loaded)
+
+    def _apply_records(self, records: list[AuditRecord]) -> InboxChange | None:
+        """Bring the pending set up to date with ``records`` (newer than any applied before)."""
+        if not records:
+            return None
+        subjects: dict[str, None] = {}
+        decisions: list[AuditRecord] = []
+        for record in records:
+            subjects[record.subject] = None
+            if record.action in DECISION_ACTIONS:
+                decisions.append(record)
         upserted: list[Proposal] = []
         removed: list[str] = []
         for subject in subjects:
@@ -191,6 +211,7 @@ class ApprovalsService:
             else:
                 removed.append(subject)
         with self._lock:
+            self._applied_through = max(self._applied_through, records[-1].seq)
             for proposal in upserted:
                 self._pending[proposal.proposal_id] = proposal
             for proposal_id in removed:

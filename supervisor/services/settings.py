@@ -24,6 +24,8 @@ class SupervisorSettings:
         extend_seconds: How far one "extend expiry" pushes a proposal's expiry.
         expiry_warning_seconds: Warn when a pending proposal expires sooner than this.
         poll_timeout: Seconds a background reader waits on the change feed per round.
+        inbox_first_page: Pending proposals read before the inbox is first shown.
+        inbox_page: Pending proposals read per page after the first one.
         now: The clock used for countdowns and heartbeat ages (tests fix it).
     """
 
@@ -33,4 +35,6 @@ class SupervisorSettings:
     extend_seconds: float = 3600.0
     expiry_warning_seconds: float = 300.0
     poll_timeout: float = 0.5
+    inbox_first_page: int = 200
+    inbox_page: int = 1_000
     now: Callable[[], datetime] = field(default=_system_now)

@@ -8,13 +8,12 @@ from datetime import datetime
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Input
+from textual.widgets import Input
 
+from screens.widgets.inbox.inbox_list import COLUMNS, InboxList
 from supervisor.ledger.models import Proposal
 from supervisor.services.approvals import InboxChange
 from supervisor.services.rendering import visible_escapes
-
-COLUMNS = ("tool", "agent", "thread", "domain", "risk", "expires")
 
 
 def format_countdown(expires_at: datetime, now: datetime) -> str:
@@ -47,8 +46,17 @@ def matches(proposal: Proposal, query: str) -> bool:
     return all(term in haystack for term in query.lower().split())
 
 
+def sort_key(proposal: Proposal) -> tuple[datetime, str]:
+    """Inbox order: oldest first, ties broken by id (the ledger's page order)."""
+    return (proposal.created_at, proposal.proposal_id)
+
+
 class InboxPane(Vertical):
-    """Filter input above a table of pending proposals (row key = proposal id)."""
+    """Filter input above a virtual list of pending proposals (row id = proposal id).
+
+    Every pending proposal the screen was told about is kept in memory; the list draws only
+    the rows on screen, so pages of a large pending set can be appended as they arrive.
+    """
 
     class ProposalHighlighted(Message):
         """The cursor is on ``proposal`` (``None`` when the inbox is empty)."""
@@ -63,90 +71,78 @@ class InboxPane(Vertical):
         self.proposals: dict[str, Proposal] = {}
         self.query_text = ""
         self.now: datetime | None = None
+        self._cells: dict[str, tuple[str, ...]] = {}
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter: tool, agent, thread, domain", id="inbox-filter")
-        table: DataTable[str] = DataTable(id="inbox-table", cursor_type="row", zebra_stripes=True)
-        yield table
+        yield InboxList(self._row_cells, id="inbox-table")
 
     @property
-    def table(self) -> DataTable[str]:
-        return self.query_one("#inbox-table", DataTable)
+    def table(self) -> InboxList:
+        return self.query_one("#inbox-table", InboxList)
 
-    def on_mount(self) -> None:
-        for column in COLUMNS:
-            self.table.add_column(column, key=column)
-
-    def _cells(self, proposal: Proposal) -> tuple[str, ...]:
-        expires = format_countdown(proposal.expires_at, self.now) if self.now else "-"
+    def _static_cells(self, proposal: Proposal) -> tuple[str, ...]:
         return (
             visible_escapes(proposal.tool_name),
             visible_escapes(proposal.owner or "-"),
             visible_escapes(proposal.thread_id or "-"),
             visible_escapes(",".join(proposal.domains) or "-"),
             risk_label(proposal, self.high_risk_domains),
-            expires,
         )
 
+    def _row_cells(self, proposal_id: str) -> tuple[str, ...]:
+        """The cells of one row, the countdown computed when the row is drawn."""
+        proposal = self.proposals.get(proposal_id)
+        if proposal is None:
+            return ("-",) * len(COLUMNS)
+        cells = self._cells.get(proposal_id)
+        if cells is None:
+            cells = self._cells[proposal_id] = self._static_cells(proposal)
+        expires = format_countdown(proposal.expires_at, self.now) if self.now else "-"
+        return (*cells, expires)
+
     def apply(self, change: InboxChange) -> None:
-        """Apply an inbox change incrementally."""
-        table = self.table
+        """Apply an inbox change (a page of the initial load or a change from the feed)."""
         for proposal_id in change.removed:
             self.proposals.pop(proposal_id, None)
-            if proposal_id in table.rows:
-                table.remove_row(proposal_id)
+            self._cells.pop(proposal_id, None)
         for proposal in change.upserted:
             self.proposals[proposal.proposal_id] = proposal
-            visible = matches(proposal, self.query_text)
-            if proposal.proposal_id in table.rows:
-                if not visible:
-                    table.remove_row(proposal.proposal_id)
-                    continue
-                for column, value in zip(COLUMNS, self._cells(proposal), strict=True):
-                    table.update_cell(proposal.proposal_id, column, value)
-            elif visible:
-                table.add_row(*self._cells(proposal), key=proposal.proposal_id)
-        self._announce()
+            self._cells.pop(proposal.proposal_id, None)
+        self._show()
 
     def set_filter(self, query: str) -> None:
         """Show only proposals matching ``query``."""
         self.query_text = query
-        self.rebuild()
+        self._show()
 
     def rebuild(self, proposals: Iterable[Proposal] | None = None) -> None:
         """Redraw every row (optionally from a new pending set)."""
         if proposals is not None:
             self.proposals = {proposal.proposal_id: proposal for proposal in proposals}
-        table = self.table
-        table.clear()
-        ordered = sorted(self.proposals.values(), key=lambda p: (p.created_at, p.proposal_id))
-        for proposal in ordered:
-            if matches(proposal, self.query_text):
-                table.add_row(*self._cells(proposal), key=proposal.proposal_id)
+            self._cells.clear()
+        self._show()
+
+    def _show(self) -> None:
+        ordered = sorted(self.proposals.values(), key=sort_key)
+        if self.query_text.strip():
+            ordered = [proposal for proposal in ordered if matches(proposal, self.query_text)]
+        self.table.set_rows([proposal.proposal_id for proposal in ordered])
         self._announce()
 
     def visible_ids(self) -> list[str]:
-        """Ids of the rows shown, top to bottom."""
-        return [str(row.key.value) for row in self.table.ordered_rows]
+        """Ids of the rows shown (after the filter), top to bottom."""
+        return list(self.table.row_ids)
 
     def tick(self, now: datetime) -> None:
-        """Refresh the countdowns of the rows on screen."""
+        """Refresh the countdowns (only the rows on screen are redrawn)."""
         self.now = now
-        table = self.table
-        first = int(table.scroll_y)
-        for row in table.ordered_rows[first : first + table.size.height + 1]:
-            proposal = self.proposals.get(str(row.key.value))
-            if proposal is not None:
-                expires = format_countdown(proposal.expires_at, now)
-                table.update_cell(proposal.proposal_id, "expires", expires)
+        self.table.refresh()
 
     def highlighted(self) -> Proposal | None:
         """The proposal under the cursor."""
-        table = self.table
-        if table.row_count == 0:
-            return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        return self.proposals.get(str(key))
+        row_id = self.table.cursor_id
+        return self.proposals.get(row_id) if row_id is not None else None
 
     def _announce(self) -> None:
         self.post_message(self.ProposalHighlighted(self.highlighted()))
@@ -156,6 +152,6 @@ class InboxPane(Vertical):
             event.stop()
             self.set_filter(event.value)
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def on_inbox_list_cursor_moved(self, event: InboxList.CursorMoved) -> None:
         event.stop()
         self._announce()
