@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import sys
 import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -80,6 +81,14 @@ class ScriptedHTTPServer(ThreadingHTTPServer):
         with self._open_lock:
             self._open.discard(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-answer is normal (timeouts, retries): log it quietly."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | TimeoutError):
+            _log.debug("client %s went away: %r", client_address, error)
+            return
+        _log.exception("scripted model failed serving %s", client_address)
 
     def close_open_connections(self) -> None:
         """Shut down every open client connection so idle keep-alive threads end now."""
