@@ -32,7 +32,7 @@ from screens.widgets.inbox.inbox_pane import InboxPane
 from screens.widgets.processes.processes_pane import ProcessesPane
 from screens.widgets.trace.trace_view import TraceView
 from supervisor.ledger.errors import LedgerError
-from supervisor.ledger.models import TraceEvent
+from supervisor.ledger.models import Proposal, TraceEvent
 from supervisor.services.approvals import ApprovalsService, InboxChange
 from supervisor.services.guard import RenderGuardMissing
 from supervisor.services.processes import ProcessesService, ProcessRow
@@ -47,19 +47,19 @@ class MainScreen(DecisionActions, ProcessActions):
         Binding("a", "approve", "Approve", id="approve"),
         Binding("r", "reject", "Reject", id="reject"),
         Binding("c", "cancel_proposal", "Cancel", id="cancel"),
-        Binding("e", "edit", "Edit args", id="edit"),
+        Binding("e", "edit", "Edit", id="edit"),
         Binding("x", "extend", "Extend", id="extend"),
-        Binding("b", "batch_approve", "Batch approve", id="batch-approve"),
-        Binding("o", "open_blob", "Open result", id="open-blob"),
-        Binding("h", "toggle_hash", "Full hash", id="toggle-hash"),
+        Binding("b", "batch_approve", "Batch", id="batch-approve"),
+        Binding("o", "open_blob", "Result", id="open-blob"),
+        Binding("h", "toggle_hash", "Hash", id="toggle-hash"),
         Binding("slash", "focus_filter", "Filter", id="focus-filter"),
         Binding("i", "focus_inbox", "Inbox", show=False, id="focus-inbox"),
         Binding("t", "focus_trace", "Trace", show=False, id="focus-trace"),
         Binding("d", "focus_detail", "Detail", show=False, id="focus-detail"),
-        Binding("s", "start_run", "Start run", show=False, id="start-run"),
-        Binding("l", "follow_log", "Follow log", show=False, id="follow-log"),
-        Binding("k", "stop_process", "Stop run", show=False, id="stop-process"),
-        Binding("p", "focus_processes", "Processes", show=False, id="focus-processes"),
+        Binding("s", "start_run", "Run", id="start-run"),
+        Binding("l", "follow_log", "Log", id="follow-log"),
+        Binding("k", "stop_process", "Stop", id="stop-process"),
+        Binding("p", "focus_processes", "Processes", id="focus-processes"),
     ]
 
     def __init__(
@@ -122,8 +122,9 @@ class MainScreen(DecisionActions, ProcessActions):
 
     def _tick(self) -> None:
         now = self.now()
-        self.query_one(InboxPane).tick(now)
-        for proposal in self.approvals.pending():
+        inbox = self.query_one(InboxPane)
+        inbox.tick(now)
+        for proposal in list(inbox.proposals.values()):
             remaining = (proposal.expires_at - now).total_seconds()
             if 0 < remaining <= self.settings.expiry_warning_seconds:
                 if proposal.proposal_id not in self._warned:
@@ -142,6 +143,8 @@ class MainScreen(DecisionActions, ProcessActions):
         inbox = self.query_one(InboxPane)
         fresh = [p for p in change.upserted if p.proposal_id not in inbox.proposals]
         inbox.apply(change)
+        # The detail follows in the same frame as the rows, never one paint behind them.
+        self._select(inbox.highlighted())
         if not self._loaded:
             self._loaded = change.loaded
         elif fresh:
@@ -173,7 +176,10 @@ class MainScreen(DecisionActions, ProcessActions):
     # -- selection and detail -------------------------------------------------------------
 
     def on_inbox_pane_proposal_highlighted(self, message: InboxPane.ProposalHighlighted) -> None:
-        proposal = message.proposal
+        self._select(message.proposal)
+
+    def _select(self, proposal: Proposal | None) -> None:
+        """Show ``proposal`` (the inbox row under the cursor) in the detail pane."""
         if proposal is not None and self.selected is not None:
             if proposal.proposal_id == self.selected.proposal_id and proposal == self.selected:
                 return

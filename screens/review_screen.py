@@ -1,12 +1,14 @@
 """Offline review: a ledger or an exported JSONL trace, read-only, indexed in the background.
 
-A thread worker reads the source chunk by chunk and posts each chunk; the first one is on
-screen before the rest is indexed. Filters (agent, thread, tool, status) and a search narrow
+A thread worker reads the source chunk by chunk and posts each chunk. The first chunk is one
+screen of rows; the worker waits until it was painted before reading on, so indexing the rest
+never competes with the first screen. Filters (agent, thread, tool, status) and a search narrow
 the timeline; the side panel shows the outcome mix and per-tool statistics.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import ClassVar
 
 from rich.text import Text
@@ -17,7 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Select, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from screens.widgets.review.stats import stats_text
 from screens.widgets.review.timeline import ReviewTimeline
@@ -50,6 +52,8 @@ class ReviewScreen(Screen[None]):
         self.source = source
         self.index = ReviewIndex()
         self.review_filter = ReviewFilter()
+        self.shown: list[ReviewRow] = self.index.rows
+        self._first_painted = threading.Event()
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"Offline review — {self.source} (read-only)"), id="title-bar")
@@ -69,8 +73,13 @@ class ReviewScreen(Screen[None]):
 
     @work(thread=True, exit_on_error=False, group="review")
     def load_source(self) -> None:
-        for chunk in iter_source(self.source):
+        worker = get_current_worker()
+        for number, chunk in enumerate(iter_source(self.source)):
+            if worker.is_cancelled:
+                return
             self.post_message(ReviewChunkIndexed(chunk, False))
+            if number == 0:
+                self._first_painted.wait(timeout=2.0)
         self.post_message(ReviewChunkIndexed([], True))
 
     def on_review_chunk_indexed(self, message: ReviewChunkIndexed) -> None:
@@ -80,7 +89,11 @@ class ReviewScreen(Screen[None]):
             self.index.complete = True
         if first or message.done:
             self._refresh_options()
-        self._apply()
+        if self.shown is not self.index.rows:
+            self.shown.extend(row for row in message.rows if self.review_filter.accepts(row))
+        self._show()
+        if first:
+            self.call_after_refresh(self._first_painted.set)
 
     def _refresh_options(self) -> None:
         facets = {
@@ -98,7 +111,15 @@ class ReviewScreen(Screen[None]):
                     select.value = current
 
     def _apply(self) -> None:
-        rows = self.index.select(self.review_filter)
+        """Select the rows passing the filters again (after a filter changed)."""
+        if self.review_filter == ReviewFilter():
+            self.shown = self.index.rows
+        else:
+            self.shown = self.index.select(self.review_filter)
+        self._show()
+
+    def _show(self) -> None:
+        rows = self.shown
         self.query_one(ReviewTimeline).set_rows(rows)
         self.query_one("#review-stats", Static).update(stats_text(self.index))
         state = "indexed" if self.index.complete else "indexing …"

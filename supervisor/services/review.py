@@ -16,7 +16,10 @@ from pathlib import Path
 from supervisor.ledger.models import TraceEvent
 from supervisor.services.rendering import visible_escapes
 
+#: Rows read per chunk while indexing in the background (bounds the memory of one read).
 CHUNK = 5_000
+#: Rows in the first chunk: about one screen, so it is shown before the rest is read.
+FIRST_CHUNK = 200
 SUMMARY_CHARS = 160
 
 
@@ -150,13 +153,18 @@ def _ledger_url(source: str) -> str | None:
     return f"sqlite:///{path.resolve()}"
 
 
-def iter_jsonl(path: Path, chunk: int = CHUNK) -> Iterator[list[ReviewRow]]:
+def iter_jsonl(
+    path: Path, chunk: int = CHUNK, first: int = FIRST_CHUNK
+) -> Iterator[list[ReviewRow]]:
     """Rows of an exported JSONL trace (``supervisor traces export``), chunk by chunk.
+
+    The first chunk holds ``first`` rows, the others ``chunk``.
 
     Raises:
         ValueError: A line is not a trace event (names the line number).
     """
     batch: list[ReviewRow] = []
+    size = first
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -166,29 +174,40 @@ def iter_jsonl(path: Path, chunk: int = CHUNK) -> Iterator[list[ReviewRow]]:
             except ValueError as error:
                 raise ValueError(f"{path}:{number}: not a trace event ({error}).") from error
             batch.append(ReviewRow.from_event(event))
-            if len(batch) >= chunk:
+            if len(batch) >= size:
                 yield batch
-                batch = []
+                batch, size = [], chunk
     if batch:
         yield batch
 
 
-def iter_ledger(url: str, chunk: int = CHUNK) -> Iterator[list[ReviewRow]]:
-    """Rows of every trace event in a ledger, chunk by chunk (reads only)."""
+def iter_ledger(
+    url: str, chunk: int = CHUNK, first: int = FIRST_CHUNK
+) -> Iterator[list[ReviewRow]]:
+    """Rows of every trace event in a ledger, chunk by chunk (reads only).
+
+    The first chunk holds ``first`` rows, the others ``chunk``.
+    """
     from supervisor.provider import SQLModelProvider
 
     with SQLModelProvider(url) as provider:
         after_id = 0
+        size = first
         while True:
-            events = provider.ledger.trace_events(after_id=after_id, limit=chunk)
+            events = provider.ledger.trace_events(after_id=after_id, limit=size)
             if not events:
                 return
             after_id = events[-1].event_id or after_id
             yield [ReviewRow.from_event(event) for event in events]
+            size = chunk
 
 
-def iter_source(source: str, chunk: int = CHUNK) -> Iterator[list[ReviewRow]]:
+def iter_source(
+    source: str, chunk: int = CHUNK, first: int = FIRST_CHUNK
+) -> Iterator[list[ReviewRow]]:
     """Rows of a ledger (file path or SQLAlchemy URL) or a JSONL trace, chunk by chunk.
+
+    The first chunk holds ``first`` rows (one screen), the others ``chunk``.
 
     Raises:
         FileNotFoundError: The path does not exist.
@@ -198,5 +217,5 @@ def iter_source(source: str, chunk: int = CHUNK) -> Iterator[list[ReviewRow]]:
         path = Path(source)
         if not path.is_file():
             raise FileNotFoundError(f"No trace file at {source}.")
-        return iter_jsonl(path, chunk)
-    return iter_ledger(url, chunk)
+        return iter_jsonl(path, chunk, first)
+    return iter_ledger(url, chunk, first)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from support.browser_site import BrowserSite, agent_output, element_index, latest_page_state
+from support.browser_site import BrowserPlan, BrowserSite, element_index, latest_page_state
 
 from sandboxes.browser import BrowserRunResult, BrowserTask
 from sandboxes.browser.config import ChromiumNotFound, find_chromium
@@ -22,7 +22,7 @@ from supervisor.canonical import canonical_json
 from supervisor.ledger.models import Proposal, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.provider import SQLModelProvider
-from supervisor.scripted_model import RecordedRequest, Reply, ScriptedModel
+from supervisor.scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.slow
 
@@ -51,20 +51,7 @@ def provider(sqlite_url: str) -> Iterator[SQLModelProvider]:
         provider.close()
 
 
-class Plan:
-    """A scripted browser agent: one action per model request, then ``done``."""
-
-    def __init__(self, steps: list[Step]) -> None:
-        self.steps = steps
-        self.pages: list[str] = []
-
-    def __call__(self, request: RecordedRequest) -> Reply:
-        page = latest_page_state(request.messages)
-        self.pages.append(page)
-        index = len(self.pages) - 1
-        if index < len(self.steps):
-            return Reply(agent_output(self.steps[index](page)))
-        return Reply(agent_output({"done": {"text": "finished", "success": True}}))
+Plan = BrowserPlan
 
 
 class Reviewer:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from tui_helpers import FIXED_NOW, generate_trace, wait_for
 
 from screens.app import make_app
@@ -11,6 +13,7 @@ from screens.review_screen import ReviewScreen
 from screens.widgets.review.timeline import ReviewTimeline
 from supervisor.ledger.clock import ManualClock
 from supervisor.provider import SQLModelProvider
+from supervisor.services.review import FIRST_CHUNK, ReviewRow, iter_source
 
 
 def make_ledger(path: Path, count: int) -> str:
@@ -52,3 +55,43 @@ async def test_offline_review_reads_an_exported_jsonl(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: screen.index.complete)
         assert len(screen.query_one(ReviewTimeline).rows) == 30
         assert "outcome mix" in str(screen.query_one("#review-stats").render())
+
+
+def test_sources_are_read_in_one_screen_first_then_bounded_chunks(tmp_path: Path) -> None:
+    source = make_ledger(tmp_path / "chunks.db", 2_500)
+    assert [len(chunk) for chunk in iter_source(source, chunk=1_000, first=100)] == [
+        100, 1_000, 1_000, 400,
+    ]  # fmt: skip
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(e.model_dump_json() + "\n" for e in generate_trace(250)))
+    assert [len(chunk) for chunk in iter_source(str(trace), chunk=100, first=30)] == [
+        30, 100, 100, 20,
+    ]  # fmt: skip
+
+
+async def test_the_first_screen_is_painted_before_the_rest_is_indexed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = make_ledger(tmp_path / "first.db", 6_000)
+    app = make_app(review_source=source)
+    seen_before_second_chunk: list[tuple[int, bool]] = []
+
+    def watched(path: str) -> Iterator[list[ReviewRow]]:
+        chunks = iter_source(path)
+        yield next(chunks)
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen)
+        timeline = screen.query_one(ReviewTimeline)
+        seen_before_second_chunk.append((len(timeline.rows), screen.index.complete))
+        yield from chunks
+
+    monkeypatch.setattr("screens.review_screen.iter_source", watched)
+    async with app.run_test(size=(150, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen)
+        await wait_for(pilot, lambda: screen.index.complete, limit=20)
+        assert seen_before_second_chunk == [(FIRST_CHUNK, False)]
+        assert len(screen.query_one(ReviewTimeline).rows) == 6_000
+        assert "6,000 of 6,000 events shown — indexed" in str(
+            screen.query_one("#review-status").render()
+        )
