@@ -1,7 +1,8 @@
 """``supervisor demo``: a scripted model, four demo agents as supervised subprocesses, a ledger.
 
 The agents look up stock, create a CRM customer (which waits for approval), export a large
-report (offloaded to a pointer) and hit a fallback provider. With the TUI, decide in the inbox;
+report (offloaded to a pointer), hit a fallback provider and run code in the sandbox; a Browser
+Use worker signs up on a local page, each browser action waiting for approval. With the TUI, decide in the inbox;
 without it (``--no-tui``), decide with ``supervisor proposals approve ID --db URL`` from another
 terminal, or pass ``--auto-approve``.
 """
@@ -44,6 +45,52 @@ def _stop(processes: list[subprocess.Popen[bytes]], grace: float = 3.0) -> None:
             process.wait()
 
 
+class _BrowserAgent:
+    """The demo's browser agent: a Browser Use worker signing up on a local page."""
+
+    def __init__(self, url: str, echo: Echo) -> None:
+        from sandboxes.browser import BrowserTask
+        from supervisor.demo.browser_site import BrowserSite, signup_plan
+
+        self.site = BrowserSite().start()
+        self.model = ScriptedModel(signup_plan(self.site)).start()
+        self.handle = BrowserTask(
+            f"Sign up as alice on {self.site.url('/')}",
+            allowed_domains=[f"127.0.0.1:{self.site.port}"],
+            model=self.model.model_name,
+            base_url=self.model.base_url,
+            api_key="sk-scripted",
+            ledger_url=url,
+            max_steps=8,
+            approval_timeout=24 * 3600,
+            owner="demo-browser",
+        ).start()
+        self.echo = echo
+        echo(f"[browser] signing up on {self.site.url('/')} (every action needs approval)")
+
+    @property
+    def running(self) -> bool:
+        return self.handle.running
+
+    def finish(self) -> None:
+        result = self.handle.stop() if self.handle.running else self.handle.wait(timeout=10)
+        posts = [request.form for request in self.site.seen("POST")]
+        self.echo(f"[browser] exited {result.exit_code}; form posts seen by the site: {posts}")
+        self.model.stop()
+        self.site.stop()
+
+
+def _browser_agent(url: str, echo: Echo) -> _BrowserAgent | None:
+    from sandboxes.browser.config import ChromiumNotFound, find_chromium
+
+    try:
+        find_chromium()
+    except ChromiumNotFound as exc:
+        echo(f"[browser] skipped: {exc}")
+        return None
+    return _BrowserAgent(url, echo)
+
+
 def run_demo(
     home: Path,
     *,
@@ -63,6 +110,7 @@ def run_demo(
     model = ScriptedModel(demo_turn).start()
     env = {**os.environ, **model.env(), "SUPERVISOR_DB": url}
     processes: list[subprocess.Popen[bytes]] = []
+    browser: _BrowserAgent | None = None
     try:
         for scenario in SCENARIOS:
             # In TUI mode the agents log to files (the app owns the terminal).
@@ -78,14 +126,17 @@ def run_demo(
             )
         echo(f"Demo ledger: {url}")
         echo(f"Agent logs:  {home / 'logs'}")
+        browser = _browser_agent(url, echo)
         if tui and open_tui is not None:
             open_tui(url)
             return 0
-        return _follow(provider, processes, auto_approve, url, echo)
+        return _follow(provider, processes, browser, auto_approve, url, echo)
     except KeyboardInterrupt:
         echo("Stopping the demo agents.")
         return 1
     finally:
+        if browser is not None:
+            browser.finish()
         _stop(processes)
         model.stop()
         provider.close()
@@ -94,6 +145,7 @@ def run_demo(
 def _follow(
     provider: SQLModelProvider,
     processes: list[subprocess.Popen[bytes]],
+    browser: _BrowserAgent | None,
     auto_approve: bool,
     url: str,
     echo: Echo,
@@ -101,7 +153,9 @@ def _follow(
     seen: set[str] = set()
     context = ApproverContext.current(via="cli")
     approver = f"{context.os_user}@{context.host}"
-    while any(process.poll() is None for process in processes):
+    while any(process.poll() is None for process in processes) or (
+        browser is not None and browser.running
+    ):
         for proposal in provider.ledger.list(status="pending", limit=100).items:
             if proposal.proposal_id in seen:
                 continue

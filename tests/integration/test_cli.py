@@ -62,4 +62,7 @@ def test_demo_without_tui_runs_the_agents_and_waits_for_decisions(tmp_path: Path
         assert proposal.approver_context is not None
         assert proposal.approver_context.via == "cli"
         kinds = {record.kind for record in provider.ledger.list_processes()}
-        assert {"agent_run", "sandbox.local"} <= kinds
+        assert {"agent_run", "sandbox.local", "browser_worker"} <= kinds
+        clicks = provider.ledger.list(tool_name="browser.click").items
+        assert [proposal.status.value for proposal in clicks] == ["executed"]
+    assert "form posts seen by the site: [{'q': ['alice']}]" in result.stdout
