@@ -2,9 +2,9 @@
 
 The agents look up stock, create a CRM customer (which waits for approval), export a large
 report (offloaded to a pointer), hit a fallback provider and run code in the sandbox; a Browser
-Use worker signs up on a local page, each browser action waiting for approval. With the TUI, decide in the inbox;
-without it (``--no-tui``), decide with ``supervisor proposals approve ID --db URL`` from another
-terminal, or pass ``--auto-approve``.
+Use worker signs up on a local page, each browser action waiting for approval. With the TUI,
+decide in the inbox; without it (``--no-tui``), decide with ``supervisor proposals approve ID
+--db URL`` from another terminal, or pass ``--auto-approve``.
 """
 
 from __future__ import annotations
