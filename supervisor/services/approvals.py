@@ -20,6 +20,7 @@ from supervisor.ledger.policy import diff_arguments
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.services.guard import RenderedGuard, RenderGuardMissing
 from supervisor.services.identity import ApproverIdentity
+from supervisor.services.listeners import Listeners
 from supervisor.services.rendering import render_arguments, rendered_digest
 from supervisor.services.settings import SupervisorSettings
 
@@ -86,7 +87,7 @@ class ApprovalsService:
         self._pending: dict[str, Proposal] = {}
         self._history: dict[str, list[AuditRecord]] = {}
         self._guards: dict[str, RenderedGuard] = {}
-        self._listeners: list[InboxListener] = []
+        self._listeners: Listeners[InboxChange] = Listeners()
         self._cursor = 0
         self._loaded_head = 0
         self._applied_through = 0
@@ -98,20 +99,14 @@ class ApprovalsService:
 
     def subscribe(self, listener: InboxListener) -> None:
         """Call ``listener`` (from a background thread) after every change."""
-        with self._lock:
-            self._listeners.append(listener)
+        self._listeners.subscribe(listener)
 
     def unsubscribe(self, listener: InboxListener) -> None:
         """Stop calling ``listener``; unknown listeners are ignored."""
-        with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+        self._listeners.unsubscribe(listener)
 
     def _publish(self, change: InboxChange) -> None:
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
-            listener(change)
+        self._listeners.publish(change)
 
     def start(self) -> None:
         """Load the pending set and follow the change feed in a daemon thread."""

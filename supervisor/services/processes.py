@@ -16,6 +16,7 @@ from datetime import datetime
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import Proposal, ProposalStatus, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.services.listeners import Listeners
 from supervisor.services.settings import SupervisorSettings
 
 STALE_HEARTBEAT_SECONDS = 30.0
@@ -95,21 +96,18 @@ class ProcessesService:
         self._pending = pending or (lambda: [])
         self._trace = trace or (lambda: [])
         self._lock = threading.Lock()
-        self._listeners: list[ProcessListener] = []
+        self._listeners: Listeners[list[ProcessRow]] = Listeners()
         self._rows: list[ProcessRow] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def subscribe(self, listener: ProcessListener) -> None:
         """Call ``listener`` (from a background thread) with the rows after each refresh."""
-        with self._lock:
-            self._listeners.append(listener)
+        self._listeners.subscribe(listener)
 
     def unsubscribe(self, listener: ProcessListener) -> None:
         """Stop calling ``listener``."""
-        with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+        self._listeners.unsubscribe(listener)
 
     def rows(self) -> list[ProcessRow]:
         """The rows of the last refresh."""
@@ -139,9 +137,7 @@ class ProcessesService:
         rows.extend(agent_rows(self._pending(), reconciling, self._trace()))
         with self._lock:
             self._rows = rows
-            listeners = list(self._listeners)
-        for listener in listeners:
-            listener(rows)
+        self._listeners.publish(rows)
         return rows
 
     def start(self, interval: float = 1.0) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import TraceEvent
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.services.listeners import Listeners
 from supervisor.services.settings import SupervisorSettings
 
 _BATCH = 2_000
@@ -45,21 +46,18 @@ class TracesService:
         self.capacity = max(1, self.settings.trace_capacity)
         self._events: deque[TraceEvent] = deque(maxlen=self.capacity)
         self._lock = threading.Lock()
-        self._listeners: list[TraceListener] = []
+        self._listeners: Listeners[TraceBatch] = Listeners()
         self._after_id: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def subscribe(self, listener: TraceListener) -> None:
         """Call ``listener`` (from a background thread) with each appended batch."""
-        with self._lock:
-            self._listeners.append(listener)
+        self._listeners.subscribe(listener)
 
     def unsubscribe(self, listener: TraceListener) -> None:
         """Stop calling ``listener``."""
-        with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+        self._listeners.unsubscribe(listener)
 
     def events(self) -> list[TraceEvent]:
         """A copy of the buffer, oldest first."""
@@ -119,8 +117,6 @@ class TracesService:
         with self._lock:
             dropped = max(0, len(self._events) + len(events) - self.capacity)
             self._events.extend(events)
-            listeners = list(self._listeners)
         batch = TraceBatch(tuple(events), dropped)
-        for listener in listeners:
-            listener(batch)
+        self._listeners.publish(batch)
         return batch
