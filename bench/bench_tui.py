@@ -13,9 +13,13 @@
    SQLAlchemy core): from ``make_app(review_source=...)`` start to the review timeline drawing
    the last line of its first screen with a row on it (``render_line``). Peer: a bare sqlite3
    SELECT of the first chunk (``FIRST_CHUNK`` rows).
+4. First screen of an N-MB exported JSONL trace (default 1,000 MB, written line by line to a
+   temp dir and deleted afterwards): in a fresh subprocess, from ``make_app(review_source=...)``
+   start to the timeline drawing the last line of its first screen with a row on it, then to the
+   index being complete; peak RSS (``resource.getrusage``) at both points.
 
 Run: .venv/bin/python bench/bench_tui.py [--pending 10000] [--rate 5000] [--seconds 10]
-     [--events 1000000] [--rounds 3] [--only paint|tail|review]
+     [--events 1000000] [--jsonl-mb 1000] [--rounds 3] [--only paint|tail|review|jsonl]
 """
 
 from __future__ import annotations
@@ -364,18 +368,112 @@ def bench_review(folder: Path, count: int, rounds: int) -> dict[str, Any]:
     }
 
 
+# --- 4. first screen of a large JSONL trace in the offline review ----------------------------
+
+
+def write_jsonl(path: Path, megabytes: int) -> int:
+    """Write trace events as exported JSONL until the file holds ``megabytes`` MB; the count."""
+    base = datetime(2030, 1, 1, tzinfo=UTC)
+    statuses = ("success", "success", "success", "empty", "fallback", "error")
+    tools = ("inventory_lookup", "create_customer", "export_report", "search_docs")
+    limit = megabytes * 1_000_000
+    written = count = 0
+    with path.open("w", encoding="utf-8", buffering=1 << 20) as handle:
+        while written < limit:
+            lines = []
+            for i in range(count, count + 10_000):
+                event = {
+                    "event_id": i + 1, "at": (base + timedelta(milliseconds=i)).isoformat(),
+                    "agent_id": f"agent-{i % 8}", "thread_id": f"thread-{i % 300}",
+                    "run_id": f"run-{i // 50}", "kind": "tool_result", "tool": tools[i % 4],
+                    "outcome_status": statuses[i % 6], "reason_code": "ok",
+                    "payload": {"n": i, "call_id": f"call-{i:012d}", "latency_ms": i % 997,
+                                "outcome": {"status": statuses[i % 6], "rows": i % 50}},
+                    "blob_ref": None,
+                }  # fmt: skip
+                lines.append(json.dumps(event) + "\n")
+            text = "".join(lines)
+            handle.write(text)
+            written += len(text)
+            count += len(lines)
+    return count
+
+
+async def _jsonl_measure(path: Path) -> dict[str, Any]:
+    import resource
+
+    from textual.strip import Strip
+
+    from screens.app import make_app
+    from screens.review_screen import ReviewScreen
+    from screens.widgets.review.timeline import ReviewTimeline
+
+    def rss_mb() -> float:
+        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+    started = time.perf_counter()
+    painted: list[float] = []
+    app = make_app(review_source=str(path))
+    async with app.run_test(size=SIZE):
+        await _until(lambda: bool(app.screen.query(ReviewTimeline)))
+        screen = app.screen
+        assert isinstance(screen, ReviewScreen)
+        timeline = screen.query_one(ReviewTimeline)
+        original = timeline.render_line
+
+        def recording(y: int) -> Strip:
+            if not painted and y >= timeline.size.height - 1 and len(timeline.rows) > y:
+                painted.append(time.perf_counter() - started)
+            return original(y)
+
+        timeline.render_line = recording  # type: ignore[method-assign]
+        await _until(lambda: bool(painted))
+        first_rss = rss_mb()
+        await _until(lambda: screen.index.complete, limit=3_600)
+        return {
+            "first_screen_s": round(painted[0], 3),
+            "peak_rss_first_screen_mb": first_rss,
+            "indexed_s": round(time.perf_counter() - started, 1),
+            "peak_rss_indexed_mb": rss_mb(),
+            "events_indexed": len(screen.index.rows),
+        }
+
+
+def bench_jsonl(folder: Path, megabytes: int, rounds: int) -> dict[str, Any]:
+    path = folder / "trace.jsonl"
+    started = time.perf_counter()
+    count = write_jsonl(path, megabytes)
+    written = time.perf_counter() - started
+    runs = []
+    try:
+        for _ in range(rounds):
+            output = subprocess.run(
+                [sys.executable, __file__, "--jsonl-measure", str(path)],
+                check=True, capture_output=True, text=True,
+            ).stdout  # fmt: skip
+            runs.append(json.loads(output.strip().splitlines()[-1]))
+    finally:
+        path.unlink()
+    return {"events": count, "file_mb": megabytes, "write_s": round(written, 1), "runs": runs}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pending", type=int, default=10_000)
     parser.add_argument("--rate", type=int, default=5_000)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--jsonl-mb", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", choices=("paint", "tail", "review"), default=None)
+    parser.add_argument("--only", choices=("paint", "tail", "review", "jsonl"), default=None)
+    parser.add_argument("--jsonl-measure", metavar="PATH", help="internal")
     parser.add_argument("--writer", nargs=3, metavar=("URL", "RATE", "SECONDS"), help="internal")
     args = parser.parse_args()
     if args.writer:
         writer(args.writer[0], int(args.writer[1]), float(args.writer[2]))
+        return
+    if args.jsonl_measure:
+        print(json.dumps(asyncio.run(_jsonl_measure(Path(args.jsonl_measure)))), flush=True)
         return
     with tempfile.TemporaryDirectory(prefix="bench-tui-") as folder:
         results: dict[str, Any] = {}
@@ -388,6 +486,9 @@ def main() -> None:
         if args.only in (None, "review"):
             results["review"] = bench_review(Path(folder), args.events, args.rounds)
             print(json.dumps(results["review"]), flush=True)
+        if args.only in (None, "jsonl"):
+            results["jsonl"] = bench_jsonl(Path(folder), args.jsonl_mb, args.rounds)
+            print(json.dumps(results["jsonl"]), flush=True)
 
 
 if __name__ == "__main__":

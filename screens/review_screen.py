@@ -2,13 +2,16 @@
 
 A thread worker reads the source chunk by chunk and posts each chunk. The first chunk is one
 screen of rows; the worker waits until it was painted before reading on, so indexing the rest
-never competes with the first screen. Filters (agent, thread, tool, status) and a search narrow
-the timeline; the side panel shows the outcome mix and per-tool statistics.
+never competes with the first screen. Filters (agent, thread, tool, status, time range,
+approvals only) and a search narrow the timeline; the side panel plots the outcome mix and the
+approval latency and lists per-tool statistics, all of the rows shown.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import ClassVar
 
 from rich.text import Text
@@ -22,10 +25,19 @@ from textual.widgets import Footer, Input, Select, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from screens.widgets.review.stats import stats_text
+from screens.widgets.review.time_range import TimeBoundInput, is_relative, parse_bound
 from screens.widgets.review.timeline import ReviewTimeline
-from supervisor.services.review import ReviewFilter, ReviewIndex, ReviewRow, iter_source
+from supervisor.services.review import (
+    ReviewFilter,
+    ReviewIndex,
+    ReviewRow,
+    iter_source,
+    summaries_for,
+)
+from supervisor.services.review_stats import ReviewStats, compute_stats
 
 FILTERS = ("agent", "thread", "tool", "status")
+BOUNDS = ("from", "to")
 
 
 class ReviewChunkIndexed(Message):
@@ -42,6 +54,8 @@ class ReviewScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus_search", "Search", id="review.search"),
+        Binding("n", "next_approval", "Next approval", id="review.next_approval"),
+        Binding("a", "approvals_only", "Approvals only", id="review.approvals_only"),
         Binding("s", "toggle_stats", "Stats", id="review.stats"),
         Binding("escape", "clear_filters", "Clear filters", id="review.clear"),
         Binding("q", "app.quit", "Quit", id="review.quit"),
@@ -50,9 +64,10 @@ class ReviewScreen(Screen[None]):
     def __init__(self, source: str) -> None:
         super().__init__()
         self.source = source
-        self.index = ReviewIndex()
+        self.index = ReviewIndex(summaries_for(source))
         self.review_filter = ReviewFilter()
         self.shown: list[ReviewRow] = self.index.rows
+        self.shown_stats: ReviewStats = self.index.stats
         self._first_painted = threading.Event()
 
     def compose(self) -> ComposeResult:
@@ -60,9 +75,11 @@ class ReviewScreen(Screen[None]):
         with Horizontal(id="review-filters"):
             for name in FILTERS:
                 yield Select[str]([], prompt=name, id=f"filter-{name}", allow_blank=True)
+            for bound in BOUNDS:
+                yield TimeBoundInput(placeholder=f"{bound} ISO|2h", id=f"review-{bound}")
             yield Input(placeholder="search", id="review-search")
         with Horizontal(id="review-body"):
-            yield ReviewTimeline(id="review-timeline")
+            yield ReviewTimeline(summary_of=self.index.summary_of, id="review-timeline")
             with Vertical(id="review-side"):
                 yield Static("", id="review-stats", markup=False)
         yield Static("indexing …", id="review-status", markup=False)
@@ -70,6 +87,10 @@ class ReviewScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.load_source()
+
+    def on_unmount(self) -> None:
+        if self.index.summaries is not None:
+            self.index.summaries.close()
 
     @work(thread=True, exit_on_error=False, group="review")
     def load_source(self) -> None:
@@ -89,9 +110,18 @@ class ReviewScreen(Screen[None]):
             self.index.complete = True
         if first or message.done:
             self._refresh_options()
+        if message.done and self._has_relative_bound():
+            self._update_filter()  # relative bounds count back from the last event
+            return
         if self.shown is not self.index.rows:
-            self.shown.extend(row for row in message.rows if self.review_filter.accepts(row))
-        self._show()
+            accepted = [
+                row
+                for row in message.rows
+                if self.review_filter.accepts(row, self.index.summary_of)
+            ]
+            self.shown.extend(accepted)
+            self.shown_stats.add(accepted)
+        self._show(keep_cursor=True)
         if first:
             self.call_after_refresh(self._first_painted.set)
 
@@ -99,8 +129,8 @@ class ReviewScreen(Screen[None]):
         facets = {
             "agent": sorted(self.index.agents),
             "thread": sorted(self.index.threads),
-            "tool": sorted(self.index.tools),
-            "status": sorted(self.index.outcomes),
+            "tool": sorted(name for name in self.index.tools if name != "(unknown)"),
+            "status": sorted(self.index.statuses),
         }
         for name, values in facets.items():
             select: Select[str] = self.query_one(f"#filter-{name}", Select)
@@ -114,14 +144,16 @@ class ReviewScreen(Screen[None]):
         """Select the rows passing the filters again (after a filter changed)."""
         if self.review_filter == ReviewFilter():
             self.shown = self.index.rows
+            self.shown_stats = self.index.stats
         else:
             self.shown = self.index.select(self.review_filter)
+            self.shown_stats = compute_stats(self.shown)
         self._show()
 
-    def _show(self) -> None:
+    def _show(self, keep_cursor: bool = False) -> None:
         rows = self.shown
-        self.query_one(ReviewTimeline).set_rows(rows)
-        self.query_one("#review-stats", Static).update(stats_text(self.index))
+        self.query_one(ReviewTimeline).set_rows(rows, keep_cursor=keep_cursor)
+        self.query_one("#review-stats", Static).update(stats_text(self.shown_stats))
         state = "indexed" if self.index.complete else "indexing …"
         self.query_one("#review-status", Static).update(
             f"{len(rows):,} of {len(self.index.rows):,} events shown — {state}"
@@ -134,26 +166,74 @@ class ReviewScreen(Screen[None]):
             values[name] = value if isinstance(value, str) else ""
         return values
 
-    def on_select_changed(self, event: Select.Changed) -> None:
+    def _has_relative_bound(self) -> bool:
+        values = (self.query_one(f"#review-{b}", Input).value.strip() for b in BOUNDS)
+        return any(is_relative(value) for value in values)
+
+    def _bounds(self) -> tuple[datetime | None, datetime | None]:
+        """The parsed time range; a bound that does not parse is marked and ignored."""
+        anchor = self.index.last_at or datetime.now(UTC)
+        parsed: list[datetime | None] = []
+        for bound in BOUNDS:
+            field = self.query_one(f"#review-{bound}", TimeBoundInput)
+            try:
+                parsed.append(parse_bound(field.value, anchor))
+                field.remove_class("-invalid")
+            except ValueError:
+                parsed.append(None)
+                field.add_class("-invalid")
+        return parsed[0], parsed[1]
+
+    def _update_filter(self) -> None:
+        since, until = self._bounds()
         self.review_filter = ReviewFilter(
-            **self._filter_values(), text=self.query_one("#review-search", Input).value
+            **self._filter_values(),
+            text=self.query_one("#review-search", Input).value,
+            since=since,
+            until=until,
+            approvals_only=self.review_filter.approvals_only,
         )
         self._apply()
 
+    def on_select_changed(self, event: Select.Changed) -> None:
+        self._update_filter()
+
     def on_input_changed(self, event: Input.Changed) -> None:
-        self.review_filter = ReviewFilter(**self._filter_values(), text=event.value)
-        self._apply()
+        self._update_filter()
 
     def action_focus_search(self) -> None:
         self.query_one("#review-search", Input).focus()
+
+    def action_next_approval(self) -> None:
+        """Move the timeline cursor to the next approval event (wrapping around)."""
+        timeline = self.query_one(ReviewTimeline)
+        rows = self.shown
+        start = -1 if timeline.cursor is None else timeline.cursor
+        count = len(rows)
+        for step in range(1, count + 1):
+            position = (start + step) % count
+            if rows[position].kind == "approval":
+                timeline.move_cursor(position)
+                timeline.focus()
+                return
+        self.notify("No approval events among the rows shown.", title="Jump to approvals")
+
+    def action_approvals_only(self) -> None:
+        """Show only approval events, or everything again."""
+        only = not self.review_filter.approvals_only
+        self.review_filter = replace(self.review_filter, approvals_only=only)
+        self._apply()
 
     def action_toggle_stats(self) -> None:
         self.query_one("#review-side").toggle_class("-hidden")
 
     def action_clear_filters(self) -> None:
+        self.review_filter = ReviewFilter()
         for name in FILTERS:
             self.query_one(f"#filter-{name}", Select).clear()
-        self.query_one("#review-search", Input).value = ""
+        for name in ("review-search", *(f"review-{bound}" for bound in BOUNDS)):
+            self.query_one(f"#{name}", Input).value = ""
+        self._apply()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is WorkerState.ERROR and event.worker.error is not None:

@@ -1,34 +1,72 @@
 """Offline review of a trace: read a ledger or an exported JSONL file in chunks, index, filter.
 
 Sources are read lazily in chunks so a UI can show the first screen while the rest is indexed.
-Rows are compact (no payloads beyond a short summary) to keep memory bounded by the row count.
+Rows are compact: repeated names are interned, times are floats, and a JSONL row keeps the
+byte offset of its line instead of a summary (read back on demand for the rows on screen), so
+the whole file is never held in memory.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
+import sys
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from supervisor.ledger.models import TraceEvent
 from supervisor.services.rendering import visible_escapes
+from supervisor.services.review_stats import ReviewStats, ToolStats
+
+__all__ = [
+    "CHUNK",
+    "FIRST_CHUNK",
+    "JsonlSummaries",
+    "ReviewFilter",
+    "ReviewIndex",
+    "ReviewRow",
+    "ToolStats",
+    "iter_source",
+    "summaries_for",
+]
 
 #: Rows read per chunk while indexing in the background (bounds the memory of one read).
 CHUNK = 5_000
 #: Rows in the first chunk: about one screen, so it is shown before the rest is read.
 FIRST_CHUNK = 200
 SUMMARY_CHARS = 160
+#: JSONL summaries kept after being read back for the screen.
+SUMMARY_CACHE = 4_096
+
+SummaryOf = Callable[["ReviewRow"], str]
+
+
+def _name(value: str | None) -> str:
+    return sys.intern(value) if value else ""
+
+
+def _timestamp(at: datetime) -> float:
+    return (at if at.tzinfo is not None else at.replace(tzinfo=UTC)).timestamp()
+
+
+def _summary(payload: dict[str, object]) -> str:
+    text = json.dumps(payload, ensure_ascii=False, sort_keys=True)
+    return visible_escapes(text[:SUMMARY_CHARS])
 
 
 @dataclass(frozen=True, slots=True)
 class ReviewRow:
-    """One trace event as the review timeline shows it."""
+    """One trace event as the review timeline shows it.
+
+    ``offset`` is the byte offset of the event's line in a JSONL source (``-1`` for a ledger);
+    such rows leave ``summary`` empty and :class:`JsonlSummaries` reads it back.
+    """
 
     event_id: int | None
-    at: datetime
+    at_ts: float
     agent: str
     thread: str
     run: str
@@ -38,104 +76,170 @@ class ReviewRow:
     reason: str
     summary: str
     blob_ref: str | None = None
+    proposal: str = ""
+    offset: int = -1
+
+    @property
+    def at(self) -> datetime:
+        """When the event happened (UTC)."""
+        return datetime.fromtimestamp(self.at_ts, UTC)
 
     @classmethod
-    def from_event(cls, event: TraceEvent) -> ReviewRow:
-        """A row from a trace event; the payload becomes a short, escaped summary."""
-        summary = json.dumps(event.payload, ensure_ascii=False, sort_keys=True)
+    def from_event(cls, event: TraceEvent, offset: int = -1) -> ReviewRow:
+        """A row from a trace event; the payload becomes a short, escaped summary.
+
+        With an ``offset`` (a JSONL line) the summary is left out and read back on demand.
+        """
+        proposal = event.payload.get("proposal_id")
         return cls(
             event_id=event.event_id,
-            at=event.at,
-            agent=event.agent_id or "",
-            thread=event.thread_id or "",
-            run=event.run_id or "",
-            kind=event.kind,
-            tool=event.tool or "",
-            status=event.outcome_status or "",
-            reason=event.reason_code or "",
-            summary=visible_escapes(summary[:SUMMARY_CHARS]),
+            at_ts=_timestamp(event.at),
+            agent=_name(event.agent_id),
+            thread=_name(event.thread_id),
+            run=_name(event.run_id),
+            kind=_name(event.kind),
+            tool=_name(event.tool),
+            status=_name(event.outcome_status),
+            reason=_name(event.reason_code),
+            summary="" if offset >= 0 else _summary(event.payload),
             blob_ref=event.blob_ref,
+            proposal=proposal if isinstance(proposal, str) else "",
+            offset=offset,
         )
 
-    def matches(self, text: str) -> bool:
-        """Case-insensitive search over the visible fields."""
+    def matches(self, text: str, summary: str | None = None) -> bool:
+        """Case-insensitive search over the visible fields (``summary`` when read back)."""
         needle = text.lower()
+        shown = self.summary if summary is None else summary
         return any(
             needle in value.lower()
-            for value in (self.agent, self.thread, self.kind, self.tool, self.status, self.summary)
+            for value in (self.agent, self.thread, self.kind, self.tool, self.status, shown)
         )
 
 
 @dataclass(frozen=True)
 class ReviewFilter:
-    """Timeline filters; empty strings match everything."""
+    """Timeline filters; empty strings and ``None`` match everything.
+
+    ``since``/``until`` bound the event time (inclusive); ``approvals_only`` keeps the
+    ``approval`` rows.
+    """
 
     agent: str = ""
     thread: str = ""
     tool: str = ""
     status: str = ""
     text: str = ""
+    since: datetime | None = None
+    until: datetime | None = None
+    approvals_only: bool = False
 
-    def accepts(self, row: ReviewRow) -> bool:
-        """True when ``row`` passes every filter."""
+    def accepts(self, row: ReviewRow, summary_of: SummaryOf | None = None) -> bool:
+        """True when ``row`` passes every filter (``summary_of`` reads a lazy summary)."""
+        if self.since is not None and row.at_ts < _timestamp(self.since):
+            return False
+        if self.until is not None and row.at_ts > _timestamp(self.until):
+            return False
+        if not self.text:
+            summary_ok = True
+        else:
+            summary_ok = row.matches(self.text, summary_of(row) if summary_of else None)
         return (
             (not self.agent or row.agent == self.agent)
             and (not self.thread or row.thread == self.thread)
             and (not self.tool or row.tool == self.tool)
             and (not self.status or row.status == self.status)
-            and (not self.text or row.matches(self.text))
+            and (not self.approvals_only or row.kind == "approval")
+            and summary_ok
         )
 
 
-@dataclass
-class ToolStats:
-    """Per-tool counts and outcome mix."""
+class JsonlSummaries:
+    """Reads the summary of a JSONL row back from its line, with a small LRU cache."""
 
-    tool: str
-    calls: int = 0
-    outcomes: Counter[str] = field(default_factory=Counter)
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle: BinaryIO | None = None
+        self._cache: OrderedDict[int, str] = OrderedDict()
 
-    @property
-    def usable_ratio(self) -> float:
-        """Share of results whose outcome is usable (success, empty, degraded, fallback)."""
-        total = sum(self.outcomes.values())
-        usable = sum(self.outcomes[s] for s in ("success", "empty", "degraded", "fallback"))
-        return usable / total if total else 0.0
+    def summary(self, offset: int) -> str:
+        """The escaped summary of the event whose line starts at ``offset``."""
+        cached = self._cache.get(offset)
+        if cached is not None:
+            self._cache.move_to_end(offset)
+            return cached
+        if self._handle is None:
+            self._handle = self.path.open("rb")
+        self._handle.seek(offset)
+        try:
+            payload = json.loads(self._handle.readline()).get("payload") or {}
+        except ValueError:
+            payload = {}
+        text = _summary(payload if isinstance(payload, dict) else {})
+        self._cache[offset] = text
+        if len(self._cache) > SUMMARY_CACHE:
+            self._cache.popitem(last=False)
+        return text
+
+    def close(self) -> None:
+        """Close the file (reopened on the next read)."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
 
 
 class ReviewIndex:
     """All rows of a source plus facets and statistics, grown chunk by chunk."""
 
-    def __init__(self) -> None:
+    def __init__(self, summaries: JsonlSummaries | None = None) -> None:
         self.rows: list[ReviewRow] = []
         self.agents: Counter[str] = Counter()
         self.threads: Counter[str] = Counter()
-        self.tools: dict[str, ToolStats] = {}
-        self.outcomes: Counter[str] = Counter()
+        self.statuses: Counter[str] = Counter()
+        self.stats = ReviewStats()
+        self.summaries = summaries
         self.complete = False
+        self._last_ts = 0.0
+
+    @property
+    def tools(self) -> dict[str, ToolStats]:
+        """Per-tool statistics of every indexed row."""
+        return self.stats.tools
+
+    @property
+    def outcomes(self) -> Counter[str]:
+        """Outcome mix of every indexed tool result."""
+        return self.stats.outcomes
+
+    @property
+    def last_at(self) -> datetime | None:
+        """Time of the latest indexed event."""
+        return datetime.fromtimestamp(self._last_ts, UTC) if self.rows else None
+
+    def summary_of(self, row: ReviewRow) -> str:
+        """The summary of ``row`` (read back from a JSONL line when needed)."""
+        if row.offset >= 0 and self.summaries is not None:
+            return self.summaries.summary(row.offset)
+        return row.summary
 
     def add(self, rows: list[ReviewRow]) -> None:
         """Index a chunk."""
         self.rows.extend(rows)
         for row in rows:
+            self._last_ts = max(self._last_ts, row.at_ts)
             if row.agent:
                 self.agents[row.agent] += 1
             if row.thread:
                 self.threads[row.thread] += 1
             if row.status:
-                self.outcomes[row.status] += 1
-            if row.tool:
-                stats = self.tools.setdefault(row.tool, ToolStats(row.tool))
-                if row.kind == "tool_call":
-                    stats.calls += 1
-                if row.status:
-                    stats.outcomes[row.status] += 1
+                self.statuses[row.status] += 1
+        self.stats.add(rows)
 
     def select(self, review_filter: ReviewFilter, limit: int | None = None) -> list[ReviewRow]:
         """Rows passing ``review_filter`` in timeline order (at most ``limit``)."""
         selected: list[ReviewRow] = []
         for row in self.rows:
-            if review_filter.accepts(row):
+            if review_filter.accepts(row, self.summary_of):
                 selected.append(row)
                 if limit is not None and len(selected) >= limit:
                     break
@@ -165,15 +269,17 @@ def iter_jsonl(
     """
     batch: list[ReviewRow] = []
     size = first
-    with path.open(encoding="utf-8") as handle:
+    offset = 0
+    with path.open("rb") as handle:
         for number, line in enumerate(handle, start=1):
+            start, offset = offset, offset + len(line)
             if not line.strip():
                 continue
             try:
                 event = TraceEvent.model_validate_json(line)
             except ValueError as error:
                 raise ValueError(f"{path}:{number}: not a trace event ({error}).") from error
-            batch.append(ReviewRow.from_event(event))
+            batch.append(ReviewRow.from_event(event, offset=start))
             if len(batch) >= size:
                 yield batch
                 batch, size = [], chunk
@@ -219,3 +325,11 @@ def iter_source(
             raise FileNotFoundError(f"No trace file at {source}.")
         return iter_jsonl(path, chunk, first)
     return iter_ledger(url, chunk, first)
+
+
+def summaries_for(source: str) -> JsonlSummaries | None:
+    """A summary reader when ``source`` is a JSONL trace (``None`` for a ledger)."""
+    try:
+        return None if _ledger_url(source) is not None else JsonlSummaries(Path(source))
+    except FileNotFoundError:
+        return None

@@ -1,10 +1,10 @@
-"""Per-tool statistics and the outcome mix of a reviewed trace, as text."""
+"""Side panel text of a reviewed trace: outcome-mix and approval-latency plots, per-tool stats."""
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Iterable
 
-from supervisor.services.review import ReviewIndex
+from supervisor.services.review_stats import ReviewStats
 
 BAR_WIDTH = 20
 
@@ -14,23 +14,47 @@ def _bar(part: int, total: int) -> str:
     return "█" * filled + "·" * (BAR_WIDTH - filled)
 
 
-def outcome_mix(outcomes: Counter[str]) -> list[str]:
-    """One bar per outcome status, largest first."""
-    total = sum(outcomes.values())
+def bar_chart(counts: Iterable[tuple[str, int]]) -> list[str]:
+    """One text bar per ``(label, count)``, scaled to the total, with count and share."""
+    items = list(counts)
+    total = sum(count for _, count in items)
     return [
-        f"{status:<20} {_bar(count, total)} {count:>7} ({count / total:5.1%})"
-        for status, count in outcomes.most_common()
+        f"{label:<16.16} {_bar(count, total)} {count:>7} ({count / total if total else 0:5.1%})"
+        for label, count in items
     ]
 
 
-def stats_text(index: ReviewIndex) -> str:
-    """Outcome mix and a per-tool table (calls, results, usable share, top outcomes)."""
-    lines = ["outcome mix", *(outcome_mix(index.outcomes) or ["(no outcomes)"]), ""]
-    lines.append(f"{'tool':<24} {'calls':>7} {'results':>8} {'usable':>7}  outcomes")
-    for stats in sorted(index.tools.values(), key=lambda item: -sum(item.outcomes.values())):
-        results = sum(stats.outcomes.values())
-        top = ", ".join(f"{name} {count}" for name, count in stats.outcomes.most_common(3))
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}s"
+
+
+def latency_plot(stats: ReviewStats) -> list[str]:
+    """The approval-latency histogram with p50/p95 (nearest rank)."""
+    header = (
+        f"approval latency  n={len(stats.latencies)}  "
+        f"p50 {_seconds(stats.latency_percentile(50))}  "
+        f"p95 {_seconds(stats.latency_percentile(95))}"
+    )
+    if not stats.latencies:
+        return [header, "(no decided approvals)"]
+    return [header, *bar_chart(stats.latency_histogram())]
+
+
+def stats_text(stats: ReviewStats) -> str:
+    """Outcome mix, approval figures and a per-tool table of the shown rows."""
+    lines = [
+        f"outcome mix  ({sum(stats.outcomes.values()):,} tool results)",
+        *(bar_chart(stats.outcomes.most_common()) or ["(no outcomes)"]),
+        "",
+        f"approvals {stats.approvals:,}"
+        + "".join(f"  {name} {count}" for name, count in stats.approval_outcomes.most_common()),
+        *latency_plot(stats),
+        "",
+        f"{'tool':<24} {'calls':>7} {'results':>8} {'usable':>7}  outcomes",
+    ]
+    for tool in sorted(stats.tools.values(), key=lambda item: (-item.results, item.tool)):
+        top = ", ".join(f"{name} {count}" for name, count in tool.outcomes.most_common(3))
         lines.append(
-            f"{stats.tool:<24.24} {stats.calls:>7} {results:>8} {stats.usable_ratio:>7.0%}  {top}"
+            f"{tool.tool:<24.24} {tool.calls:>7} {tool.results:>8} {tool.usable_ratio:>7.0%}  {top}"
         )
     return "\n".join(lines)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.segment import Segment
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -13,16 +14,27 @@ from screens.widgets.trace.trace_view import OUTCOME_CLASSES
 from supervisor.services.review import ReviewRow
 
 
-def row_text(row: ReviewRow) -> str:
+def row_text(row: ReviewRow, summary: str | None = None) -> str:
     """One timeline line (already escaped by the review index)."""
     return (
         f"{row.at:%Y-%m-%d %H:%M:%S} {row.agent:<12.12} {row.thread:<8.8} {row.kind:<11.11} "
-        f"{row.tool:<16.16} {row.status:<9.9} {row.reason:<10.10} {row.summary}"
+        f"{row.tool:<16.16} {row.status:<9.9} {row.reason:<10.10} "
+        f"{row.summary if summary is None else summary}"
     )
 
 
+def _own_summary(row: ReviewRow) -> str:
+    return row.summary
+
+
 class ReviewTimeline(ScrollView, can_focus=True):
-    """Virtual list of review rows; grows as the source is indexed."""
+    """Virtual list of review rows with a cursor; grows as the source is indexed."""
+
+    DEFAULT_CSS = """
+    ReviewTimeline > .review--cursor {
+        text-style: reverse;
+    }
+    """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "trace--success",
@@ -30,16 +42,29 @@ class ReviewTimeline(ScrollView, can_focus=True):
         "trace--degraded",
         "trace--error",
         "trace--decision",
+        "review--cursor",
     }
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(
+        self, *, summary_of: Callable[[ReviewRow], str] = _own_summary, id: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self.rows: list[ReviewRow] = []
+        self.summary_of = summary_of
+        self.cursor: int | None = None
 
-    def set_rows(self, rows: list[ReviewRow]) -> None:
-        """Show ``rows`` (a filtered selection) from the top."""
+    def set_rows(self, rows: list[ReviewRow], *, keep_cursor: bool = False) -> None:
+        """Show ``rows`` (a filtered selection); the cursor is dropped unless ``keep_cursor``."""
         self.rows = rows
+        if not keep_cursor:
+            self.cursor = None
         self.virtual_size = Size(0, len(rows))
+        self.refresh()
+
+    def move_cursor(self, index: int) -> None:
+        """Put the cursor on row ``index`` and scroll it into view."""
+        self.cursor = index
+        self.scroll_to_region(Region(0, index, 1, 1), animate=False)
         self.refresh()
 
     def render_line(self, y: int) -> Strip:
@@ -52,4 +77,7 @@ class ReviewTimeline(ScrollView, can_focus=True):
         component = OUTCOME_CLASSES.get(row.status)
         if component:
             style = style + self.get_component_rich_style(component)
-        return Strip([Segment(row_text(row), style)]).adjust_cell_length(width, style)
+        if index == self.cursor:
+            style = style + self.get_component_rich_style("review--cursor")
+        text = row_text(row, self.summary_of(row))
+        return Strip([Segment(text, style)]).adjust_cell_length(width, style)

@@ -1,0 +1,300 @@
+"""Durable approval cycle: our ledger against MemoRizz's own approval store, in one run.
+
+DESIGN §8 budget: a durable approval cycle >= 10x faster than the MemoRizz store's.
+
+Peer: ``memorizz.approval.SQLiteApprovalStore`` (memorizz 0.17.16), the only implementation of
+MemoRizz's ``ApprovalStore`` protocol and the store behind ``MemAgent.list_approval_proposals``,
+``approve``, ``reject``/``cancel_approval`` and ``resume_approval`` (``MemAgent`` creates it
+lazily via ``default_approval_store()``; it is independent of the MongoDB/Oracle/filesystem
+memory providers). It is a local SQLite file (WAL, a fresh connection per call, SQLite's default
+``synchronous``, FULL). One peer cycle is what MemoRizz's host API does to that store, with no
+model and no tool call:
+
+1. ``store.propose(owner_id, tool_name, arguments, policy_reason, checkpoint)``: what
+   ``MemAgent`` does when a governed tool pauses (``checkpoint`` is a minimal one: version,
+   thread id, tool call id, logical tool name and arguments; a real run also stores the message
+   history and workflow);
+2. ``store.approve(proposal_id, approver_id, decision_reason)``: ``MemAgent.approve``;
+3. ``store.get(proposal_id)`` + owner/status check, then ``store.consume(proposal_id,
+   expected_tool_name, expected_arguments)``: the storage part of
+   ``MemAgent.resume_approval`` before it executes the tool;
+4. nothing: MemoRizz's store has no executing/executed/outcome state (``consumed`` is terminal;
+   the tool result goes to the workflow memory, not the approval store).
+
+Ours, in a subprocess running the project venv: ``bench_ledger.ledger_cycle`` (propose ->
+approve -> claim -> complete through ``SQLModelProvider(url).ledger``) on a SQLite file, with
+the same arguments. Both paths are run at ``synchronous`` NORMAL (our default; MemoRizz's
+``_connect`` patched to add ``PRAGMA synchronous = NORMAL``) and FULL (MemoRizz's default),
+interleaved round by round, each on its own file that grows over the run.
+
+Run with the throwaway venv that has ``memorizz`` installed (never the project venv):
+
+    python3.11 -m venv /tmp/memorizz-venv && /tmp/memorizz-venv/bin/pip install memorizz==0.17.16
+    /tmp/memorizz-venv/bin/python bench/bench_memorizz_peer.py [--cycles 300] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import json
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+OURS_PYTHON = REPO / ".venv" / "bin" / "python"
+ARGUMENTS = {"name": "Ada Lovelace", "email": "ada@example.com", "plan": "pro", "seats": 3}
+LEVELS = ("NORMAL", "FULL")
+
+
+# --- measurement helpers (as in bench_ledger.py) --------------------------------------------
+
+
+def percentile(samples: Sequence[float], fraction: float) -> float:
+    """The ``fraction`` quantile of ``samples`` (nearest rank)."""
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+@dataclass
+class Series:
+    """Per-cycle latencies (seconds) of one measured path."""
+
+    label: str
+    samples: list[float]
+
+    @property
+    def per_second(self) -> float:
+        return len(self.samples) / sum(self.samples)
+
+    def ms(self, fraction: float) -> float:
+        return percentile(self.samples, fraction) * 1000
+
+
+def timed(operation: Callable[[], object], count: int) -> list[float]:
+    """Run ``operation`` ``count`` times; return each run's wall time."""
+    samples: list[float] = []
+    for _ in range(count):
+        started = time.perf_counter()
+        operation()
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+# --- ours: a worker process on the project venv ---------------------------------------------
+
+
+def worker(workdir: Path, preload: int) -> None:
+    """``--worker``: open one ledger per level; answer ``LEVEL COUNT`` lines with JSON samples."""
+    sys.path[:0] = [str(REPO), str(REPO / "bench")]
+    bench_ledger: Any = importlib.import_module("bench_ledger")
+    cycles: dict[str, Callable[[], None]] = {}
+    providers: list[Any] = []
+    for level in LEVELS:
+        target = bench_ledger.Target(level, f"sqlite:///{workdir / f'ours-{level}.db'}", level)
+        if preload:
+            bench_ledger.seed(target, preload, preload // 10)
+        provider = bench_ledger.open_ledger(target)
+        providers.append(provider)
+        cycles[level] = bench_ledger.ledger_cycle(provider.ledger)
+    try:
+        for line in sys.stdin:
+            level, count = line.split()
+            print(json.dumps(timed(cycles[level], int(count))), flush=True)
+    finally:
+        for provider in providers:
+            provider.close()
+
+
+class Ours:
+    """The worker process, driven over a pipe; samples are timed inside it."""
+
+    def __init__(self, python: Path, workdir: Path, preload: int) -> None:
+        self.process = subprocess.Popen(
+            [str(python), __file__, "--worker", str(workdir), "--preload", str(preload)],
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def run(self, level: str, count: int) -> list[float]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{level} {count}\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"ledger worker exited with {self.process.wait()}")
+        samples: list[float] = json.loads(line)
+        return samples
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        if self.process.wait(timeout=60) != 0:
+            raise RuntimeError(f"ledger worker exited with {self.process.returncode}")
+
+
+# --- the peer: MemoRizz's SQLiteApprovalStore -----------------------------------------------
+
+
+def memorizz_preload(store: Any, total: int) -> None:
+    """Bulk-insert ``total`` proposals (a tenth pending, the rest decided) as ``seed`` does."""
+    approval: Any = importlib.import_module("memorizz.approval")
+    status = approval.ApprovalStatus
+    others = [status.CONSUMED] * 6 + [status.REJECTED, status.EXPIRED, status.REJECTED]
+    start = datetime.now(UTC) - timedelta(days=30)
+    digest = approval.argument_hash("create_customer", ARGUMENTS)
+    rows = []
+    for index in range(total):
+        created = start + timedelta(seconds=index * 20)
+        state = status.PENDING if index % 10 == 0 else others[index % len(others)]
+        rows.append((
+            str(uuid.uuid4()), f"agent-{index % 20}", "create_customer",
+            approval.canonical_arguments(ARGUMENTS), digest, "creates a customer",
+            json.dumps({"thread_id": f"thread-{index % 500}"}), state.value,
+            created.isoformat(), (created + timedelta(days=365)).isoformat(),
+        ))  # fmt: skip
+    connection = sqlite3.connect(store.path)
+    with connection:
+        connection.executemany(
+            "INSERT INTO approval_proposals (proposal_id, owner_id, tool_name, arguments_json,"
+            " argument_hash, policy_reason, checkpoint_json, status, created_at, expires_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+    connection.close()
+
+
+def memorizz_store(path: Path, level: str) -> Any:
+    """A ``SQLiteApprovalStore`` on ``path``; at NORMAL its ``_connect`` also sets the level."""
+    approval: Any = importlib.import_module("memorizz.approval")
+    store_class: Any = approval.SQLiteApprovalStore
+    if level == "NORMAL":
+
+        class NormalStore(store_class):  # type: ignore[misc]
+            def _connect(self) -> sqlite3.Connection:
+                connection: sqlite3.Connection = super()._connect()
+                connection.execute("PRAGMA synchronous = NORMAL")
+                return connection
+
+        store_class = NormalStore
+    store = store_class(path)
+    with store._connect() as connection:
+        reported = connection.execute("PRAGMA synchronous").fetchone()[0]
+        mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
+    connection.close()
+    assert (reported, mode) == ({"NORMAL": 1, "FULL": 2}[level], "wal"), (reported, mode)
+    return store
+
+
+def memorizz_cycle(store: Any) -> Callable[[], None]:
+    """propose -> approve -> (resume's) get + consume through MemoRizz's store API."""
+    approval: Any = importlib.import_module("memorizz.approval")
+    approved, consumed = approval.ApprovalStatus.APPROVED, approval.ApprovalStatus.CONSUMED
+
+    def cycle() -> None:
+        proposal = store.propose(
+            owner_id="bench-agent", tool_name="create_customer", arguments=ARGUMENTS,
+            policy_reason="creates a customer",
+            checkpoint={
+                "version": 1, "thread_id": "bench", "tool_call_id": "call-1",
+                "logical_tool_name": "create_customer", "logical_arguments": ARGUMENTS,
+            },
+        )  # fmt: skip
+        store.approve(proposal.proposal_id, approver_id="op@example.com", decision_reason="ok")
+        current = store.get(proposal.proposal_id)
+        assert current.owner_id == "bench-agent" and current.status == approved
+        checkpoint = current.checkpoint
+        done = store.consume(
+            proposal.proposal_id,
+            expected_tool_name=checkpoint["logical_tool_name"],
+            expected_arguments=checkpoint["logical_arguments"],
+        )
+        assert done.status == consumed
+
+    return cycle
+
+
+# --- run and report ---------------------------------------------------------------------------
+
+
+def print_report(rows: Sequence[Series]) -> None:
+    print("\n| path | cycles/s | p50 ms/cycle | p95 ms/cycle | n |")
+    print("|---|---:|---:|---:|---:|")
+    for row in rows:
+        print(
+            f"| {row.label} | {row.per_second:,.0f} | {row.ms(0.5):.2f} | {row.ms(0.95):.2f} "
+            f"| {len(row.samples)} |"
+        )
+    print("\n| SQLite synchronous | MemoRizz / ours, p50 | MemoRizz / ours, p95 "
+          "| ours / MemoRizz, cycles/s |")  # fmt: skip
+    print("|---|---:|---:|---:|")
+    by_label = {row.label: row for row in rows}
+    for level in LEVELS:
+        ours, peer = by_label[f"ledger, SQLite {level}"], by_label[f"peer: MemoRizz, {level}"]
+        print(
+            f"| {level} | {peer.ms(0.5) / ours.ms(0.5):.2f}x "
+            f"| {peer.ms(0.95) / ours.ms(0.95):.2f}x | {ours.per_second / peer.per_second:.2f}x |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--cycles", type=int, default=300, help="cycles per path per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--ours-python", type=Path, default=OURS_PYTHON, help="project venv")
+    parser.add_argument(
+        "--preload", type=int, default=0, help="proposals in each store before measuring"
+    )
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.worker:
+        worker(options.worker, options.preload)
+        return
+
+    memorizz: Any = importlib.import_module("memorizz")
+    version = importlib.import_module("importlib.metadata").version("memorizz")
+    print(
+        f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, memorizz {version} "
+        f"({Path(memorizz.__file__).parent}); cycles {options.cycles} x {options.rounds} rounds; "
+        f"preloaded proposals per store: {options.preload:,}"
+    )
+    with tempfile.TemporaryDirectory(prefix="bench-memorizz-") as name:
+        work = Path(name)
+        ours = Ours(options.ours_python, work, options.preload)
+        try:
+            paths: list[tuple[str, Callable[[int], list[float]]]] = []
+            for level in LEVELS:
+                store = memorizz_store(work / f"memorizz-{level}.sqlite3", level)
+                if options.preload:
+                    memorizz_preload(store, options.preload)
+                peer = memorizz_cycle(store)
+                paths.append((f"ledger, SQLite {level}", functools.partial(ours.run, level)))
+                paths.append((f"peer: MemoRizz, {level}", functools.partial(timed, peer)))
+            for _, run in paths:
+                run(max(10, options.cycles // 10))  # warm-up
+            series: dict[str, Series] = {}
+            for _ in range(options.rounds):
+                for label, run in paths:
+                    series.setdefault(label, Series(label, [])).samples.extend(run(options.cycles))
+        finally:
+            ours.close()
+    print_report(list(series.values()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Statistics of reviewed trace rows: outcome mix, per-tool figures and approval latency.
+
+Computed from the indexed rows alone, so a ledger and an exported JSONL trace give the same
+figures, and a filtered selection gets its own (``ReviewStats`` grows chunk by chunk).
+Outcome figures count ``tool_result`` rows, as the analyzer does. An approval's latency is the
+time from its ``approval`` row with status ``pending`` to the next row naming the same proposal
+(the decision or the approved call's result).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from supervisor.analysis.analyzer import USABLE, percentile
+
+if TYPE_CHECKING:
+    from supervisor.services.review import ReviewRow
+
+#: Upper bounds (seconds) of the approval-latency histogram buckets; the last one is open.
+LATENCY_BUCKETS: tuple[tuple[str, float], ...] = (
+    ("< 1s", 1.0),
+    ("1-10s", 10.0),
+    ("10s-1m", 60.0),
+    ("1-10m", 600.0),
+    ("10m-1h", 3_600.0),
+    ("> 1h", float("inf")),
+)
+
+
+@dataclass
+class ToolStats:
+    """Per-tool counts: calls, and the outcome mix of its results."""
+
+    tool: str
+    calls: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def results(self) -> int:
+        """Number of ``tool_result`` rows of this tool."""
+        return sum(self.outcomes.values())
+
+    @property
+    def usable_ratio(self) -> float:
+        """Share of results whose outcome is usable (success, empty, degraded, fallback)."""
+        total = self.results
+        usable = sum(count for status, count in self.outcomes.items() if status in USABLE)
+        return usable / total if total else 0.0
+
+
+@dataclass
+class ReviewStats:
+    """Figures of a set of rows, grown chunk by chunk with :meth:`add`."""
+
+    events: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    tools: dict[str, ToolStats] = field(default_factory=dict)
+    approvals: int = 0
+    approval_outcomes: Counter[str] = field(default_factory=Counter)
+    latencies: list[float] = field(default_factory=list)
+    _pending_since: dict[str, float] = field(default_factory=dict, repr=False)
+
+    def add(self, rows: Iterable[ReviewRow]) -> None:
+        """Count ``rows`` (in timeline order)."""
+        for row in rows:
+            self.events += 1
+            if row.kind == "tool_result":
+                status = row.status or "unknown"
+                self.outcomes[status] += 1
+                self._tool(row.tool).outcomes[status] += 1
+            elif row.kind == "tool_call":
+                self._tool(row.tool).calls += 1
+            elif row.kind == "approval":
+                self.approvals += 1
+                self.approval_outcomes[row.status or "unknown"] += 1
+            if not row.proposal:
+                continue
+            if row.kind == "approval" and row.status == "pending":
+                self._pending_since.setdefault(row.proposal, row.at_ts)
+            else:
+                started = self._pending_since.pop(row.proposal, None)
+                if started is not None:
+                    self.latencies.append(max(0.0, row.at_ts - started))
+
+    def _tool(self, name: str) -> ToolStats:
+        tool = name or "(unknown)"
+        stats = self.tools.get(tool)
+        if stats is None:
+            stats = self.tools[tool] = ToolStats(tool)
+        return stats
+
+    def latency_percentile(self, p: float) -> float | None:
+        """Nearest-rank percentile of the approval latencies in seconds (``None`` if none)."""
+        return percentile(self.latencies, p)
+
+    def latency_histogram(self) -> list[tuple[str, int]]:
+        """Approval latencies counted per bucket of :data:`LATENCY_BUCKETS`."""
+        counts = [0] * len(LATENCY_BUCKETS)
+        for seconds in self.latencies:
+            for position, (_, bound) in enumerate(LATENCY_BUCKETS):
+                if seconds < bound:
+                    counts[position] += 1
+                    break
+        return [(label, count) for (label, _), count in zip(LATENCY_BUCKETS, counts, strict=True)]
+
+
+def compute_stats(rows: Iterable[ReviewRow]) -> ReviewStats:
+    """Statistics of ``rows``."""
+    stats = ReviewStats()
+    stats.add(rows)
+    return stats
