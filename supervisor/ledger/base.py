@@ -18,7 +18,7 @@ from supervisor.ledger.errors import (
     NotApproved,
     ProposalNotFound,
 )
-from supervisor.ledger.models import ApproverContext, Proposal, ProposalStatus, Via
+from supervisor.ledger.models import ApproverContext, Execution, Proposal, ProposalStatus, Via
 from supervisor.ledger.policy import ApprovalPolicy
 from supervisor.store.migrate import ensure_schema
 from supervisor.store.repository import LedgerTx, Repository
@@ -76,6 +76,14 @@ class LedgerBase:
         if proposal is None:
             raise ProposalNotFound(proposal_id)
         return proposal
+
+    @staticmethod
+    def _load_for_write(tx: LedgerTx, proposal_id: str) -> tuple[Proposal, Execution | None]:
+        """The proposal and its execution (if claimed), in one statement of a write."""
+        found = tx.proposal_for_write(proposal_id)
+        if found is None:
+            raise ProposalNotFound(proposal_id)
+        return found
 
     @staticmethod
     def _state_error(tx: LedgerTx, proposal: Proposal, wanted: str) -> LedgerError:

@@ -87,7 +87,7 @@ class ExecutionMixin(LedgerBase):
         execution: Execution | None = None
         with self.repository.write() as tx:
             now = self._now()
-            current = self._load(tx, proposal_id)
+            current, existing = self._load_for_write(tx, proposal_id)
             if current.status is not _S.APPROVED:
                 raise self._state_error(tx, current, "claimed")
             recomputed = compute_args_hash(
@@ -122,16 +122,17 @@ class ExecutionMixin(LedgerBase):
                     expect_args_hash=expected_args_hash,
                     values={"status": _S.EXECUTING, "updated_at": now},
                 )
-                if changed != 1 or tx.execution(proposal_id) is not None:
+                # ``existing`` was read earlier in this transaction; the proposal UPDATE does
+                # not touch executions, so it is what a re-read here would return.
+                if changed != 1 or existing is not None:
                     raise self._state_error(tx, self._load(tx, proposal_id), "claimed")
-                tx.insert_execution(proposal_id, identity, expected_args_hash, now)
+                execution = tx.insert_execution(proposal_id, identity, expected_args_hash, now)
                 tx.append_audit(
                     at=now, actor=identity.executor_id, action="claim", subject=proposal_id,
                     payload={
                         "args_hash": expected_args_hash, "executor": identity.model_dump(),
                     },
                 )  # fmt: skip
-                execution = tx.execution(proposal_id)
         if refusal is not None:
             raise refusal
         assert execution is not None
@@ -150,8 +151,7 @@ class ExecutionMixin(LedgerBase):
         wanted = "completed" if to_status is _S.EXECUTED else "failed"
         with self.repository.write() as tx:
             now = self._now()
-            current = self._load(tx, proposal_id)
-            execution = tx.execution(proposal_id)
+            current, execution = self._load_for_write(tx, proposal_id)
             if current.status is not _S.EXECUTING or execution is None:
                 raise self._state_error(tx, current, wanted)
             claimed_by = execution.executor.executor_id
@@ -164,12 +164,12 @@ class ExecutionMixin(LedgerBase):
                 expect_status=_S.EXECUTING,
                 values={"status": to_status, "updated_at": now},
             )
-            changed_execution = tx.update_execution(
+            finished = tx.update_execution_returning(
                 proposal_id, expect_state="executing", state=to_status.value,
                 finished_at=now, outcome_status=outcome_status, result_ref=result_ref,
                 reason=reason,
             )  # fmt: skip
-            if changed != 1 or changed_execution != 1:
+            if changed != 1 or finished is None:
                 raise self._state_error(tx, self._load(tx, proposal_id), wanted)
             tx.append_audit(
                 at=now, actor=claimed_by,
@@ -180,8 +180,6 @@ class ExecutionMixin(LedgerBase):
                     "reason": reason, "args_hash": execution.args_hash,
                 },
             )  # fmt: skip
-            finished = tx.execution(proposal_id)
-        assert finished is not None
         return finished
 
     def complete(

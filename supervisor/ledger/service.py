@@ -209,7 +209,7 @@ class ApprovalLedger(AmendMixin, ExecutionMixin, FeedMixin, RecordsServiceMixin,
         expired_error: LedgerError | None = None
         with self.repository.write() as tx:
             now = self._now()
-            current = self._load(tx, proposal_id)
+            current, _ = self._load_for_write(tx, proposal_id)
             if current.status is not from_status:
                 raise self._state_error(tx, current, wanted)
             if grants:
@@ -218,7 +218,7 @@ class ApprovalLedger(AmendMixin, ExecutionMixin, FeedMixin, RecordsServiceMixin,
                 self._expire_in_tx(tx, current, now)
                 expired_error = ApprovalExpired(proposal_id, expires_at=current.expires_at)
             else:
-                changed = tx.update_proposal(
+                changed = tx.update_proposal_returning(
                     proposal_id,
                     expect_status=from_status,
                     values={
@@ -227,7 +227,7 @@ class ApprovalLedger(AmendMixin, ExecutionMixin, FeedMixin, RecordsServiceMixin,
                         "decision_reason": reason,
                     },
                 )  # fmt: skip
-                if changed != 1:
+                if changed is None:
                     raise self._state_error(tx, self._load(tx, proposal_id), wanted)
                 tx.append_audit(
                     at=now, actor=approver_id, action=action, subject=proposal_id,
@@ -236,7 +236,7 @@ class ApprovalLedger(AmendMixin, ExecutionMixin, FeedMixin, RecordsServiceMixin,
                         reason=reason, context=ctx,
                     ),
                 )  # fmt: skip
-                updated = self._load(tx, proposal_id)
+                updated = changed
         if expired_error is not None:
             raise expired_error
         return updated

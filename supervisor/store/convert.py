@@ -36,7 +36,8 @@ def loads(text: str | None, default: Any = None) -> Any:
     return json.loads(text) if text else default
 
 
-def proposal_from_row(row: ProposalRow) -> Proposal:
+def proposal_from_row(row: ProposalRow | Any) -> Proposal:
+    """A proposal from its ORM row or a Core row of the proposal table."""
     context = loads(row.approver_context_json)
     return Proposal(
         proposal_id=row.id,
@@ -66,37 +67,43 @@ def proposal_from_row(row: ProposalRow) -> Proposal:
     )
 
 
-def proposal_to_row(proposal: Proposal) -> ProposalRow:
+def proposal_to_values(proposal: Proposal) -> dict[str, Any]:
+    """The proposal table's column values for ``proposal`` (for a Core INSERT)."""
     context = proposal.approver_context
-    return ProposalRow(
-        id=proposal.proposal_id,
-        tool_name=proposal.tool_name,
-        tool_schema_hash=proposal.tool_schema_hash,
-        arguments_json=canonical_json(proposal.arguments),
-        args_hash=proposal.args_hash,
-        target_json=canonical_json(proposal.execution_target),
-        policy_reason=proposal.policy_reason,
-        owner=proposal.owner,
-        user_id=proposal.user,
-        thread_id=proposal.thread_id,
-        checkpoint_id=proposal.checkpoint_id,
-        call_id=proposal.call_id,
-        domains_json=canonical_json(list(proposal.domains)),
-        risk=proposal.risk,
-        status=proposal.status.value,
-        created_at=proposal.created_at,
-        updated_at=proposal.updated_at,
-        expires_at=proposal.expires_at,
-        decided_at=proposal.decided_at,
-        approver_id=proposal.approver_id,
-        approver_context_json=canonical_json(context.model_dump()) if context else None,
-        decision_reason=proposal.decision_reason,
-        supersedes_id=proposal.supersedes_id,
-        superseded_by_id=proposal.superseded_by_id,
-    )
+    return {
+        "id": proposal.proposal_id,
+        "tool_name": proposal.tool_name,
+        "tool_schema_hash": proposal.tool_schema_hash,
+        "arguments_json": canonical_json(proposal.arguments),
+        "args_hash": proposal.args_hash,
+        "target_json": canonical_json(proposal.execution_target),
+        "policy_reason": proposal.policy_reason,
+        "owner": proposal.owner,
+        "user_id": proposal.user,
+        "thread_id": proposal.thread_id,
+        "checkpoint_id": proposal.checkpoint_id,
+        "call_id": proposal.call_id,
+        "domains_json": canonical_json(list(proposal.domains)),
+        "risk": proposal.risk,
+        "status": proposal.status.value,
+        "created_at": proposal.created_at,
+        "updated_at": proposal.updated_at,
+        "expires_at": proposal.expires_at,
+        "decided_at": proposal.decided_at,
+        "approver_id": proposal.approver_id,
+        "approver_context_json": canonical_json(context.model_dump()) if context else None,
+        "decision_reason": proposal.decision_reason,
+        "supersedes_id": proposal.supersedes_id,
+        "superseded_by_id": proposal.superseded_by_id,
+    }
 
 
-def execution_from_row(row: ExecutionRow) -> Execution:
+def proposal_to_row(proposal: Proposal) -> ProposalRow:
+    return ProposalRow(**proposal_to_values(proposal))
+
+
+def execution_from_row(row: ExecutionRow | Any) -> Execution:
+    """An execution from its ORM row or a Core row of the execution table."""
     return Execution(
         proposal_id=row.proposal_id,
         state=row.state,

@@ -8,12 +8,15 @@ in ``platformdirs.user_data_dir("agent-supervisor")``. Nothing here runs at impo
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
+
+from supervisor.ledger.errors import LedgerUnavailable
 
 Synchronous = Literal["NORMAL", "FULL"]
 
@@ -78,6 +81,10 @@ def _private_sidecars(path: Path) -> None:
             os.chmod(sidecar, 0o600)
 
 
+#: The oldest SQLite whose UPDATE ... RETURNING the repository relies on.
+MIN_SQLITE = (3, 35)
+
+
 def create_ledger_engine(
     url: str | None = None,
     *,
@@ -111,6 +118,13 @@ def create_ledger_engine(
     if backend != "sqlite":
         return sa.create_engine(resolved, echo=echo, pool_pre_ping=True)
 
+    if sqlite3.sqlite_version_info < MIN_SQLITE:
+        raise LedgerUnavailable(
+            f"This Python uses SQLite {sqlite3.sqlite_version}; the ledger needs "
+            f"{'.'.join(map(str, MIN_SQLITE))} or newer (UPDATE ... RETURNING).",
+            hint="Use a Python built against a newer libsqlite3, or a PostgreSQL ledger "
+            "(SUPERVISOR_DB=postgresql+psycopg://...).",
+        )
     level = (synchronous or os.environ.get("SUPERVISOR_SQLITE_SYNCHRONOUS") or "NORMAL").upper()
     if level not in ("NORMAL", "FULL"):
         raise ValueError(f"synchronous must be NORMAL or FULL, not {level!r}.")

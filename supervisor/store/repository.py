@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -19,7 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, col, select
 
 from supervisor.canonical import canonical_json
-from supervisor.ledger.audit import GENESIS_HASH, chain_hash
+from supervisor.ledger.audit import GENESIS_HASH, chain_hash_json
 from supervisor.ledger.models import (
     ApproverContext,
     AuditRecord,
@@ -28,8 +29,12 @@ from supervisor.ledger.models import (
     Proposal,
     ProposalStatus,
 )
-from supervisor.store.convert import audit_from_row, execution_from_row, proposal_from_row
-from supervisor.store.convert import proposal_to_row as _proposal_to_row
+from supervisor.store.convert import (
+    audit_from_row,
+    execution_from_row,
+    proposal_from_row,
+    proposal_to_values,
+)
 from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
 from supervisor.store.notify import CHANNEL, ChangeProbe, open_probe
@@ -47,6 +52,94 @@ _EXECUTION = SQLModel.metadata.tables[ExecutionRow.__tablename__]
 _DOMAIN = SQLModel.metadata.tables[ProposalDomainRow.__tablename__]
 _AUDIT = SQLModel.metadata.tables[AuditRow.__tablename__]
 _COLUMN_OF = {"proposal_id": "id", "user": "user_id"}
+
+# Hot-path statements, built once: executing a prebuilt statement with plain parameter dicts
+# skips statement construction and cache-key generation on every call.
+_SELECT_PROPOSAL = sa.select(_PROPOSAL).where(_PROPOSAL.c.id == sa.bindparam("w_id"))
+_SELECT_EXECUTION = sa.select(_EXECUTION).where(
+    _EXECUTION.c.proposal_id == sa.bindparam("w_proposal_id")
+)
+_AUDIT_TIP = sa.select(_AUDIT.c.seq, _AUDIT.c.hash).order_by(_AUDIT.c.seq.desc()).limit(1)
+_EXECUTION_PREFIX = "x_"
+# A write's first read: the proposal, its execution (if claimed) and the audit chain tip in one
+# statement; the tip is two primary-key index seeks.
+_SELECT_FOR_WRITE = (
+    sa.select(
+        _PROPOSAL,
+        *[column.label(_EXECUTION_PREFIX + column.name) for column in _EXECUTION.c],
+        sa.select(_AUDIT.c.seq)
+        .order_by(_AUDIT.c.seq.desc())
+        .limit(1)
+        .scalar_subquery()
+        .label("tip_seq"),
+        sa.select(_AUDIT.c.hash)
+        .order_by(_AUDIT.c.seq.desc())
+        .limit(1)
+        .scalar_subquery()
+        .label("tip_hash"),
+    )
+    .select_from(_PROPOSAL.outerjoin(_EXECUTION, _EXECUTION.c.proposal_id == _PROPOSAL.c.id))
+    .where(_PROPOSAL.c.id == sa.bindparam("w_id"))
+)
+_INSERT_PROPOSAL = sa.insert(_PROPOSAL)
+_INSERT_DOMAIN = sa.insert(_DOMAIN)
+_INSERT_AUDIT = sa.insert(_AUDIT)
+_INSERT_EXECUTION = sa.insert(_EXECUTION).returning(*_EXECUTION.c)
+_ADVISORY_LOCK = sa.text("SELECT pg_advisory_xact_lock(:key)")
+_NOTIFY = sa.text("SELECT pg_notify(:channel, :seq)")
+_UPDATE_PROPOSAL_CACHE: dict[tuple[Any, ...], Any] = {}
+_UPDATE_EXECUTION_CACHE: dict[tuple[Any, ...], Any] = {}
+
+
+def _update_proposal_statement(
+    columns: tuple[str, ...],
+    expires_after: bool,
+    expires_at: bool,
+    args_hash: bool,
+    returning: bool,
+) -> Any:
+    """The conditional proposal UPDATE for this shape, built once per shape."""
+    key = (columns, expires_after, expires_at, args_hash, returning)
+    statement = _UPDATE_PROPOSAL_CACHE.get(key)
+    if statement is None:
+        condition = [
+            _PROPOSAL.c.id == sa.bindparam("w_id"),
+            _PROPOSAL.c.status == sa.bindparam("w_status"),
+        ]
+        if expires_after:
+            condition.append(_PROPOSAL.c.expires_at > sa.bindparam("w_expires_after"))
+        if expires_at:
+            condition.append(_PROPOSAL.c.expires_at == sa.bindparam("w_expires_at"))
+        if args_hash:
+            condition.append(_PROPOSAL.c.args_hash == sa.bindparam("w_args_hash"))
+        statement = (
+            sa.update(_PROPOSAL)
+            .where(*condition)
+            .values({name: sa.bindparam(f"v_{name}") for name in columns})
+        )
+        if returning:
+            statement = statement.returning(*_PROPOSAL.c)
+        _UPDATE_PROPOSAL_CACHE[key] = statement
+    return statement
+
+
+def _update_execution_statement(columns: tuple[str, ...], returning: bool) -> Any:
+    """The conditional execution UPDATE for this shape, built once per shape."""
+    key = (columns, returning)
+    statement = _UPDATE_EXECUTION_CACHE.get(key)
+    if statement is None:
+        statement = (
+            sa.update(_EXECUTION)
+            .where(
+                _EXECUTION.c.proposal_id == sa.bindparam("w_proposal_id"),
+                _EXECUTION.c.state == sa.bindparam("w_state"),
+            )
+            .values({name: sa.bindparam(f"v_{name}") for name in columns})
+        )
+        if returning:
+            statement = statement.returning(*_EXECUTION.c)
+        _UPDATE_EXECUTION_CACHE[key] = statement
+    return statement
 
 
 def _proposal_values(values: dict[str, Any]) -> dict[str, Any]:
@@ -68,27 +161,74 @@ def _proposal_values(values: dict[str, Any]) -> dict[str, Any]:
 class LedgerTx(RecordsMixin):
     """One open transaction on the ledger; created by :class:`Repository` only."""
 
-    def __init__(self, session: Session, dialect: str) -> None:
-        self.session = session
+    def __init__(self, connection: sa.Connection, dialect: str) -> None:
+        self.connection = connection
         self.dialect = dialect
         self.last_audit_seq: int | None = None
+        self._session: Session | None = None
+        self._tip: tuple[int, str] | None = None
+
+    @property
+    def session(self) -> Session:  # type: ignore[override]
+        """An ORM session on this transaction, opened on first use (hot paths use Core)."""
+        if self._session is None:
+            self._session = Session(bind=self.connection)
+        return self._session
+
+    def _close(self, *, flush: bool) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            try:
+                if flush:
+                    session.flush()
+            finally:
+                session.close()
 
     def _execute(self, statement: Any, params: Any = None) -> sa.CursorResult[Any]:
-        return cast(sa.CursorResult[Any], self.session.connection().execute(statement, params))
+        if self._session is not None:
+            return cast(sa.CursorResult[Any], self._session.connection().execute(statement, params))
+        return self.connection.execute(statement, params)
 
     # proposals ---------------------------------------------------------------------------
     def proposal(self, proposal_id: str) -> Proposal | None:
         """The proposal with that id, if any."""
-        row = self.session.get(ProposalRow, proposal_id)
+        row = self._execute(_SELECT_PROPOSAL, {"w_id": proposal_id}).first()
         return proposal_from_row(row) if row else None
+
+    def proposal_for_write(self, proposal_id: str) -> tuple[Proposal, Execution | None] | None:
+        """The proposal with that id and its execution, if any, in one statement.
+
+        Also reads the audit chain tip for :meth:`append_audit`; call it inside a write
+        transaction (where writers are serialised), not a read.
+        """
+        row = self._execute(_SELECT_FOR_WRITE, {"w_id": proposal_id}).first()
+        if row is None:
+            return None
+        if self._tip is None:
+            self._tip = (
+                (int(row.tip_seq), str(row.tip_hash))
+                if row.tip_seq is not None
+                else (0, GENESIS_HASH)
+            )
+        mapping = row._mapping
+        execution = None
+        if mapping[_EXECUTION_PREFIX + "id"] is not None:
+            execution = execution_from_row(
+                SimpleNamespace(
+                    **{
+                        column.name: mapping[_EXECUTION_PREFIX + column.name]
+                        for column in _EXECUTION.c
+                    }
+                )
+            )
+        return proposal_from_row(row), execution
 
     def insert_proposal(self, proposal: Proposal) -> None:
         """Insert a new proposal and its domain index rows."""
-        self.session.add(_proposal_to_row(proposal))
-        self.session.flush()
+        self._execute(_INSERT_PROPOSAL, proposal_to_values(proposal))
         if proposal.domains:
             rows = [{"proposal_id": proposal.proposal_id, "domain": d} for d in proposal.domains]
-            self._execute(sa.insert(_DOMAIN), rows)
+            self._execute(_INSERT_DOMAIN, rows)
 
     def update_proposal(
         self,
@@ -101,15 +241,59 @@ class LedgerTx(RecordsMixin):
         expect_args_hash: str | None = None,
     ) -> int:
         """One conditional UPDATE; returns the rowcount (0 when the condition did not hold)."""
-        condition = [_PROPOSAL.c.id == proposal_id, _PROPOSAL.c.status == expect_status.value]
+        statement, params = self._proposal_update(
+            proposal_id, expect_status, values, expires_after, expect_expires_at,
+            expect_args_hash, returning=False,
+        )  # fmt: skip
+        return self._execute(statement, params).rowcount
+
+    def update_proposal_returning(
+        self,
+        proposal_id: str,
+        *,
+        expect_status: ProposalStatus,
+        values: dict[str, Any],
+        expires_after: datetime | None = None,
+        expect_args_hash: str | None = None,
+    ) -> Proposal | None:
+        """One conditional UPDATE ... RETURNING; the updated proposal, ``None`` if no row matched.
+
+        The primary key condition matches at most one row, so "a row came back" is exactly
+        "rowcount == 1".
+        """
+        statement, params = self._proposal_update(
+            proposal_id, expect_status, values, expires_after, None, expect_args_hash,
+            returning=True,
+        )  # fmt: skip
+        rows = self._execute(statement, params).all()
+        return proposal_from_row(rows[0]) if len(rows) == 1 else None
+
+    @staticmethod
+    def _proposal_update(
+        proposal_id: str,
+        expect_status: ProposalStatus,
+        values: dict[str, Any],
+        expires_after: datetime | None,
+        expect_expires_at: datetime | None,
+        expect_args_hash: str | None,
+        *,
+        returning: bool,
+    ) -> tuple[Any, dict[str, Any]]:
+        columns = _proposal_values(values)
+        statement = _update_proposal_statement(
+            tuple(columns), expires_after is not None, expect_expires_at is not None,
+            expect_args_hash is not None, returning,
+        )  # fmt: skip
+        params = {f"v_{name}": value for name, value in columns.items()}
+        params["w_id"] = proposal_id
+        params["w_status"] = expect_status.value
         if expires_after is not None:
-            condition.append(_PROPOSAL.c.expires_at > expires_after)
+            params["w_expires_after"] = expires_after
         if expect_expires_at is not None:
-            condition.append(_PROPOSAL.c.expires_at == expect_expires_at)
+            params["w_expires_at"] = expect_expires_at
         if expect_args_hash is not None:
-            condition.append(_PROPOSAL.c.args_hash == expect_args_hash)
-        statement = sa.update(_PROPOSAL).where(*condition).values(**_proposal_values(values))
-        return self._execute(statement).rowcount
+            params["w_args_hash"] = expect_args_hash
+        return statement, params
 
     def list_proposals(
         self,
@@ -188,35 +372,49 @@ class LedgerTx(RecordsMixin):
     # executions --------------------------------------------------------------------------
     def execution(self, proposal_id: str) -> Execution | None:
         """The execution record of a claimed proposal, if any."""
-        row = self.session.exec(
-            select(ExecutionRow).where(ExecutionRow.proposal_id == proposal_id)
-        ).first()
+        row = self._execute(_SELECT_EXECUTION, {"w_proposal_id": proposal_id}).first()
         return execution_from_row(row) if row else None
 
     def insert_execution(
         self, proposal_id: str, executor: ExecutorIdentity, args_hash: str, started_at: datetime
-    ) -> None:
-        """Write the execution record ahead of the side effect (``proposal_id`` is unique)."""
-        self._execute(
-            sa.insert(_EXECUTION).values(
-                proposal_id=proposal_id,
-                state="executing",
-                executor_id=executor.executor_id,
-                executor_pid=executor.pid,
-                executor_host=executor.host,
-                args_hash=args_hash,
-                started_at=started_at,
-            )
-        )
+    ) -> Execution:
+        """Write the execution record ahead of the side effect (``proposal_id`` is unique).
+
+        Returns:
+            The stored execution (read back by ``RETURNING``).
+        """
+        row = self._execute(
+            _INSERT_EXECUTION,
+            {
+                "proposal_id": proposal_id,
+                "state": "executing",
+                "executor_id": executor.executor_id,
+                "executor_pid": executor.pid,
+                "executor_host": executor.host,
+                "args_hash": args_hash,
+                "started_at": started_at,
+            },
+        ).one()
+        return execution_from_row(row)
 
     def update_execution(self, proposal_id: str, *, expect_state: str, **values: Any) -> int:
         """Conditional UPDATE of an execution's state; returns the rowcount."""
-        statement = (
-            sa.update(_EXECUTION)
-            .where(_EXECUTION.c.proposal_id == proposal_id, _EXECUTION.c.state == expect_state)
-            .values(**values)
-        )
-        return self._execute(statement).rowcount
+        statement = _update_execution_statement(tuple(values), False)
+        params = {f"v_{name}": value for name, value in values.items()}
+        params["w_proposal_id"] = proposal_id
+        params["w_state"] = expect_state
+        return self._execute(statement, params).rowcount
+
+    def update_execution_returning(
+        self, proposal_id: str, *, expect_state: str, **values: Any
+    ) -> Execution | None:
+        """Conditional UPDATE ... RETURNING of an execution; ``None`` when no row matched."""
+        statement = _update_execution_statement(tuple(values), True)
+        params = {f"v_{name}": value for name, value in values.items()}
+        params["w_proposal_id"] = proposal_id
+        params["w_state"] = expect_state
+        rows = self._execute(statement, params).all()
+        return execution_from_row(rows[0]) if len(rows) == 1 else None
 
     def executions_in_state(self, state: str, limit: int = 1000) -> list[Execution]:
         """Executions currently in ``state``."""
@@ -227,22 +425,29 @@ class LedgerTx(RecordsMixin):
     def append_audit(
         self, *, at: datetime, actor: str, action: str, subject: str, payload: dict[str, Any]
     ) -> AuditRecord:
-        """Append one chained audit record (callers hold the write lock)."""
-        tip = self.session.exec(
-            select(AuditRow.seq, AuditRow.hash).order_by(col(AuditRow.seq).desc()).limit(1)
-        ).first()
-        seq, prev_hash = (tip[0] + 1, tip[1]) if tip else (1, GENESIS_HASH)
+        """Append one chained audit record (callers hold the write lock).
+
+        The chain tip is read once per transaction (one indexed query on the primary key) and
+        then followed locally: writers are serialised, so nobody else can append meanwhile.
+        """
+        tip = self._tip
+        if tip is None:
+            row = self._execute(_AUDIT_TIP).first()
+            tip = (int(row.seq), str(row.hash)) if row else (0, GENESIS_HASH)
+        seq, prev_hash = tip[0] + 1, tip[1]
         payload_json = canonical_json(payload)
-        record_hash = chain_hash(
+        record_hash = chain_hash_json(
             seq=seq, at=at, actor=actor, action=action, subject=subject,
-            payload=payload, prev_hash=prev_hash,
+            payload_json=payload_json, prev_hash=prev_hash,
         )  # fmt: skip
         self._execute(
-            sa.insert(_AUDIT).values(
-                seq=seq, at=at, actor=actor, action=action, subject=subject,
-                payload_json=payload_json, prev_hash=prev_hash, hash=record_hash,
-            )
+            _INSERT_AUDIT,
+            {
+                "seq": seq, "at": at, "actor": actor, "action": action, "subject": subject,
+                "payload_json": payload_json, "prev_hash": prev_hash, "hash": record_hash,
+            },
         )  # fmt: skip
+        self._tip = (seq, record_hash)
         self.last_audit_seq = seq
         return AuditRecord(
             seq=seq, at=at, actor=actor, action=action, subject=subject,
@@ -287,25 +492,27 @@ class Repository:
             connection = connection.execution_options(**{WRITE_OPTION: True})
             with connection.begin():
                 if audited and self.dialect == "postgresql":
-                    connection.execute(
-                        sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": AUDIT_LOCK_KEY}
-                    )
-                with Session(bind=connection) as session:
-                    tx = LedgerTx(session, self.dialect)
+                    connection.execute(_ADVISORY_LOCK, {"key": AUDIT_LOCK_KEY})
+                tx = LedgerTx(connection, self.dialect)
+                try:
                     yield tx
-                    session.flush()
-                    if tx.last_audit_seq is not None and self.dialect == "postgresql":
-                        connection.execute(
-                            sa.text("SELECT pg_notify(:channel, :seq)"),
-                            {"channel": CHANNEL, "seq": str(tx.last_audit_seq)},
-                        )
+                except BaseException:
+                    tx._close(flush=False)
+                    raise
+                tx._close(flush=True)
+                if tx.last_audit_seq is not None and self.dialect == "postgresql":
+                    connection.execute(_NOTIFY, {"channel": CHANNEL, "seq": str(tx.last_audit_seq)})
 
     @contextmanager
     def read(self) -> Iterator[LedgerTx]:
         """A read-only transaction (a consistent snapshot on SQLite WAL)."""
         with translate_errors(), self.engine.connect() as connection:
-            with connection.begin(), Session(bind=connection) as session:
-                yield LedgerTx(session, self.dialect)
+            with connection.begin():
+                tx = LedgerTx(connection, self.dialect)
+                try:
+                    yield tx
+                finally:
+                    tx._close(flush=False)
 
     def change_probe(self) -> ChangeProbe:
         """A dedicated connection that tells when other connections committed."""
