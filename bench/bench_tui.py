@@ -12,7 +12,8 @@
 3. First screen of a ledger with M trace events (default 1,000,000, bulk-inserted with
    SQLAlchemy core): from ``make_app(review_source=...)`` start to the review timeline drawing
    the last line of its first screen with a row on it (``render_line``). Peer: a bare sqlite3
-   SELECT of the first chunk (``FIRST_CHUNK`` rows).
+   SELECT of the first chunk (``FIRST_CHUNK`` rows). Then once in a fresh subprocess: first
+   screen, time until the index is complete, and peak RSS at both points (as in 4).
 4. First screen of an N-MB exported JSONL trace (default 1,000 MB, written line by line to a
    temp dir and deleted afterwards): in a fresh subprocess, from ``make_app(review_source=...)``
    start to the timeline drawing the last line of its first screen with a row on it, then to the
@@ -318,29 +319,41 @@ def seed_events(path: Path, count: int) -> float:
     return time.perf_counter() - started
 
 
-async def review_supervisor(path: Path) -> float:
+def _record_first_screen(painted: list[float], started: float) -> Callable[[], None]:
+    """Record when a review timeline draws the last line of a screen with a row on it.
+
+    Patched on the class before the app starts, so a first screen painted before the timeline
+    could be queried is not missed (which would measure the next repaint instead). Returns the
+    undo.
+    """
     from textual.strip import Strip
 
-    from screens.app import make_app
     from screens.widgets.review.timeline import ReviewTimeline
+
+    original = ReviewTimeline.render_line
+
+    def recording(self: ReviewTimeline, y: int) -> Strip:
+        if not painted and y >= self.size.height - 1 and len(self.rows) > y:
+            painted.append(time.perf_counter() - started)
+        return original(self, y)
+
+    ReviewTimeline.render_line = recording  # type: ignore[method-assign]
+    return lambda: setattr(ReviewTimeline, "render_line", original)
+
+
+async def review_supervisor(path: Path) -> float:
+    from screens.app import make_app
 
     started = time.perf_counter()
     painted: list[float] = []
-    app = make_app(review_source=str(path))
-    async with app.run_test(size=SIZE):
-        await _until(lambda: bool(app.screen.query(ReviewTimeline)))
-        timeline = app.screen.query_one(ReviewTimeline)
-        original = timeline.render_line
-
-        def recording(y: int) -> Strip:
-            # The last line of the first screen is being drawn with a row on it.
-            if not painted and y >= timeline.size.height - 1 and len(timeline.rows) > y:
-                painted.append(time.perf_counter() - started)
-            return original(y)
-
-        timeline.render_line = recording  # type: ignore[method-assign]
-        await _until(lambda: bool(painted))
-        return painted[0]
+    undo = _record_first_screen(painted, started)
+    try:
+        app = make_app(review_source=str(path))
+        async with app.run_test(size=SIZE):
+            await _until(lambda: bool(painted))
+            return painted[0]
+    finally:
+        undo()
 
 
 def review_peer(path: Path) -> float:
@@ -365,6 +378,7 @@ def bench_review(folder: Path, count: int, rounds: int) -> dict[str, Any]:
         "file_mb": round(path.stat().st_size / 1e6),
         "supervisor_s": ours,
         "peer_s": peer,
+        "fresh_process": _measure_in_subprocess(path),
     }
 
 
@@ -399,35 +413,33 @@ def write_jsonl(path: Path, megabytes: int) -> int:
     return count
 
 
+def _measure_in_subprocess(path: Path) -> dict[str, Any]:
+    """First screen, full index and peak RSS of reviewing ``path`` in a fresh process."""
+    output = subprocess.run(
+        [sys.executable, __file__, "--jsonl-measure", str(path)],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    result: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
+    return result
+
+
 async def _jsonl_measure(path: Path) -> dict[str, Any]:
     import resource
 
-    from textual.strip import Strip
-
     from screens.app import make_app
     from screens.review_screen import ReviewScreen
-    from screens.widgets.review.timeline import ReviewTimeline
 
     def rss_mb() -> float:
         return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
     started = time.perf_counter()
     painted: list[float] = []
+    _record_first_screen(painted, started)
     app = make_app(review_source=str(path))
     async with app.run_test(size=SIZE):
-        await _until(lambda: bool(app.screen.query(ReviewTimeline)))
+        await _until(lambda: bool(painted))
         screen = app.screen
         assert isinstance(screen, ReviewScreen)
-        timeline = screen.query_one(ReviewTimeline)
-        original = timeline.render_line
-
-        def recording(y: int) -> Strip:
-            if not painted and y >= timeline.size.height - 1 and len(timeline.rows) > y:
-                painted.append(time.perf_counter() - started)
-            return original(y)
-
-        timeline.render_line = recording  # type: ignore[method-assign]
-        await _until(lambda: bool(painted))
         first_rss = rss_mb()
         await _until(lambda: screen.index.complete, limit=3_600)
         return {
@@ -436,6 +448,7 @@ async def _jsonl_measure(path: Path) -> dict[str, Any]:
             "indexed_s": round(time.perf_counter() - started, 1),
             "peak_rss_indexed_mb": rss_mb(),
             "events_indexed": len(screen.index.rows),
+            "index_db_mb": round(screen.index.path.stat().st_size / 1e6),
         }
 
 
@@ -444,14 +457,8 @@ def bench_jsonl(folder: Path, megabytes: int, rounds: int) -> dict[str, Any]:
     started = time.perf_counter()
     count = write_jsonl(path, megabytes)
     written = time.perf_counter() - started
-    runs = []
     try:
-        for _ in range(rounds):
-            output = subprocess.run(
-                [sys.executable, __file__, "--jsonl-measure", str(path)],
-                check=True, capture_output=True, text=True,
-            ).stdout  # fmt: skip
-            runs.append(json.loads(output.strip().splitlines()[-1]))
+        runs = [_measure_in_subprocess(path) for _ in range(rounds)]
     finally:
         path.unlink()
     return {"events": count, "file_mb": megabytes, "write_s": round(written, 1), "runs": runs}

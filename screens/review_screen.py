@@ -1,15 +1,18 @@
 """Offline review: a ledger or an exported JSONL trace, read-only, indexed in the background.
 
-A thread worker reads the source chunk by chunk and posts each chunk. The first chunk is one
-screen of rows; the worker waits until it was painted before reading on, so indexing the rest
-never competes with the first screen. Filters (agent, thread, tool, status, time range,
-approvals only) and a search narrow the timeline; the side panel plots the outcome mix and the
-approval latency and lists per-tool statistics, all of the rows shown.
+A thread worker reads the source chunk by chunk into a temporary SQLite index
+(:class:`ReviewIndex`) and posts the count after each chunk. The first chunk is one screen of
+rows; the worker waits until it was painted before reading on, so indexing the rest never
+competes with the first screen. Filters (agent, thread, tool, status, time range, approvals
+only) and a search narrow the timeline: a filter worker grows the selection in the index in
+steps, and the timeline pages what is on screen out of it. The side panel plots the outcome mix
+and the approval latency and lists per-tool statistics, all of the rows shown.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import ClassVar
@@ -27,25 +30,29 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from screens.widgets.review.stats import stats_text
 from screens.widgets.review.time_range import TimeBoundInput, is_relative, parse_bound
 from screens.widgets.review.timeline import ReviewTimeline
-from supervisor.services.review import (
-    ReviewFilter,
-    ReviewIndex,
-    ReviewRow,
-    iter_source,
-    summaries_for,
-)
-from supervisor.services.review_stats import ReviewStats, compute_stats
+from supervisor.services.review import ReviewFilter, ReviewRow, iter_source, summaries_for
+from supervisor.services.review_index import ReviewIndex, RowsView, Selection
+from supervisor.services.review_stats import ReviewStats
 
 FILTERS = ("agent", "thread", "tool", "status")
 BOUNDS = ("from", "to")
 
 
 class ReviewChunkIndexed(Message):
-    """A chunk of the source was read (``done`` after the last one)."""
+    """A chunk of the source was indexed (``first`` for the first, ``done`` after the last)."""
 
-    def __init__(self, rows: list[ReviewRow], done: bool) -> None:
+    def __init__(self, first: bool, done: bool) -> None:
         super().__init__()
-        self.rows = rows
+        self.first = first
+        self.done = done
+
+
+class SelectionGrown(Message):
+    """A filter worker grew ``selection`` by a step (``done`` when it covers the index)."""
+
+    def __init__(self, selection: Selection, done: bool) -> None:
+        super().__init__()
+        self.selection = selection
         self.done = done
 
 
@@ -66,9 +73,14 @@ class ReviewScreen(Screen[None]):
         self.source = source
         self.index = ReviewIndex(summaries_for(source))
         self.review_filter = ReviewFilter()
-        self.shown: list[ReviewRow] = self.index.rows
-        self.shown_stats: ReviewStats = self.index.stats
+        self.selection: Selection = self.index.everything
+        self.shown: Sequence[ReviewRow] = self.index.rows
         self._first_painted = threading.Event()
+
+    @property
+    def shown_stats(self) -> ReviewStats:
+        """Figures of the rows shown (read them on the UI thread, between steps)."""
+        return self.selection.stats
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"Offline review — {self.source} (read-only)"), id="title-bar")
@@ -89,50 +101,67 @@ class ReviewScreen(Screen[None]):
         self.load_source()
 
     def on_unmount(self) -> None:
-        if self.index.summaries is not None:
-            self.index.summaries.close()
+        self.workers.cancel_node(self)
+        self.index.close()
 
     @work(thread=True, exit_on_error=False, group="review")
     def load_source(self) -> None:
         worker = get_current_worker()
         for number, chunk in enumerate(iter_source(self.source)):
-            if worker.is_cancelled:
+            if worker.is_cancelled or self.index.closed:
                 return
-            self.post_message(ReviewChunkIndexed(chunk, False))
+            self.index.add(chunk)
+            del chunk  # the index holds the rows now
+            self.post_message(ReviewChunkIndexed(number == 0, False))
             if number == 0:
                 self._first_painted.wait(timeout=2.0)
-        self.post_message(ReviewChunkIndexed([], True))
+        self.index.finish()
+        self.post_message(ReviewChunkIndexed(False, True))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="review-filter")
+    def grow_selection(self, selection: Selection) -> None:
+        """Grow ``selection`` to cover every indexed row, posting after each step."""
+        worker = get_current_worker()
+        if self.index.closed:
+            return
+        connection = self.index.connect()
+        try:
+            self.index.drop_retired(connection)
+            done = selection.advance(
+                connection,
+                self.index.count,
+                cancelled=lambda: worker.is_cancelled or self.index.closed,
+                on_step=lambda: self._post_grown(selection),
+            )
+        finally:
+            connection.close()
+        if done:
+            self.post_message(SelectionGrown(selection, True))
+
+    def _post_grown(self, selection: Selection) -> None:
+        self.post_message(SelectionGrown(selection, False))
 
     def on_review_chunk_indexed(self, message: ReviewChunkIndexed) -> None:
-        first = not self.index.rows
-        self.index.add(message.rows)
         if message.done:
             self.index.complete = True
-        if first or message.done:
+        if message.first or message.done:
             self._refresh_options()
         if message.done and self._has_relative_bound():
             self._update_filter()  # relative bounds count back from the last event
             return
-        if self.shown is not self.index.rows:
-            accepted = [
-                row
-                for row in message.rows
-                if self.review_filter.accepts(row, self.index.summary_of)
-            ]
-            self.shown.extend(accepted)
-            self.shown_stats.add(accepted)
+        if self.selection is not self.index.everything:
+            self.grow_selection(self.selection)
         self._show(keep_cursor=True)
-        if first:
+        if message.first:
             self.call_after_refresh(self._first_painted.set)
 
+    def on_selection_grown(self, message: SelectionGrown) -> None:
+        if message.selection is self.selection:
+            self._show(keep_cursor=True)
+
     def _refresh_options(self) -> None:
-        facets = {
-            "agent": sorted(self.index.agents),
-            "thread": sorted(self.index.threads),
-            "tool": sorted(name for name in self.index.tools if name != "(unknown)"),
-            "status": sorted(self.index.statuses),
-        }
-        for name, values in facets.items():
+        for name in FILTERS:
+            values = self.index.facet(name)
             select: Select[str] = self.query_one(f"#filter-{name}", Select)
             current = select.value
             with self.prevent(Select.Changed):
@@ -142,21 +171,29 @@ class ReviewScreen(Screen[None]):
 
     def _apply(self) -> None:
         """Select the rows passing the filters again (after a filter changed)."""
-        if self.review_filter == ReviewFilter():
-            self.shown = self.index.rows
-            self.shown_stats = self.index.stats
-        else:
-            self.shown = self.index.select(self.review_filter)
-            self.shown_stats = compute_stats(self.shown)
+        selection = self.index.selection(self.review_filter)
+        if selection is not self.selection:
+            self.index.retire(self.selection)
+        self.selection = selection
+        self.shown = RowsView(self.index, selection)
+        if selection is not self.index.everything:
+            self.grow_selection(selection)
         self._show()
 
     def _show(self, keep_cursor: bool = False) -> None:
         rows = self.shown
         self.query_one(ReviewTimeline).set_rows(rows, keep_cursor=keep_cursor)
-        self.query_one("#review-stats", Static).update(stats_text(self.shown_stats))
-        state = "indexed" if self.index.complete else "indexing …"
+        with self.selection.stats_lock:
+            text = stats_text(self.selection.stats)
+        self.query_one("#review-stats", Static).update(text)
+        if not self.index.complete:
+            state = "indexing …"
+        elif self.selection.covered < self.index.count:
+            state = "filtering …"
+        else:
+            state = "indexed"
         self.query_one("#review-status", Static).update(
-            f"{len(rows):,} of {len(self.index.rows):,} events shown — {state}"
+            f"{len(rows):,} of {self.index.count:,} events shown — {state}"
         )
 
     def _filter_values(self) -> dict[str, str]:
@@ -207,15 +244,14 @@ class ReviewScreen(Screen[None]):
     def action_next_approval(self) -> None:
         """Move the timeline cursor to the next approval event (wrapping around)."""
         timeline = self.query_one(ReviewTimeline)
-        rows = self.shown
         start = -1 if timeline.cursor is None else timeline.cursor
-        count = len(rows)
-        for step in range(1, count + 1):
-            position = (start + step) % count
-            if rows[position].kind == "approval":
-                timeline.move_cursor(position)
-                timeline.focus()
-                return
+        position = self.index.next_approval(self.selection, start)
+        if position is None and start >= 0:
+            position = self.index.next_approval(self.selection, -1)  # wrap around
+        if position is not None:
+            timeline.move_cursor(position)
+            timeline.focus()
+            return
         self.notify("No approval events among the rows shown.", title="Jump to approvals")
 
     def action_approvals_only(self) -> None:
@@ -236,6 +272,8 @@ class ReviewScreen(Screen[None]):
         self._apply()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if self.index.closed:
+            return
         if event.state is WorkerState.ERROR and event.worker.error is not None:
             error = event.worker.error
             text = getattr(error, "message", None) or str(error)

@@ -1,16 +1,16 @@
-"""Offline review of a trace: read a ledger or an exported JSONL file in chunks, index, filter.
+"""Offline review of a trace: read a ledger or an exported JSONL file in chunks, and filter.
 
-Sources are read lazily in chunks so a UI can show the first screen while the rest is indexed.
-Rows are compact: repeated names are interned, times are floats, and a JSONL row keeps the
-byte offset of its line instead of a summary (read back on demand for the rows on screen), so
-the whole file is never held in memory.
+Sources are read lazily in chunks so a UI can show the first screen while the rest is indexed
+(into a temporary SQLite database, :mod:`supervisor.services.review_index`). A JSONL row keeps
+the byte offset of its line instead of a summary (read back on demand for the rows on screen),
+so the whole file is never held in memory.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,14 +19,13 @@ from typing import BinaryIO
 
 from supervisor.ledger.models import TraceEvent
 from supervisor.services.rendering import visible_escapes
-from supervisor.services.review_stats import ReviewStats, ToolStats
+from supervisor.services.review_stats import ToolStats
 
 __all__ = [
     "CHUNK",
     "FIRST_CHUNK",
     "JsonlSummaries",
     "ReviewFilter",
-    "ReviewIndex",
     "ReviewRow",
     "ToolStats",
     "iter_source",
@@ -48,7 +47,8 @@ def _name(value: str | None) -> str:
     return sys.intern(value) if value else ""
 
 
-def _timestamp(at: datetime) -> float:
+def timestamp(at: datetime) -> float:
+    """Seconds since the epoch of ``at`` (naive times are UTC)."""
     return (at if at.tzinfo is not None else at.replace(tzinfo=UTC)).timestamp()
 
 
@@ -93,7 +93,7 @@ class ReviewRow:
         proposal = event.payload.get("proposal_id")
         return cls(
             event_id=event.event_id,
-            at_ts=_timestamp(event.at),
+            at_ts=timestamp(event.at),
             agent=_name(event.agent_id),
             thread=_name(event.thread_id),
             run=_name(event.run_id),
@@ -136,9 +136,9 @@ class ReviewFilter:
 
     def accepts(self, row: ReviewRow, summary_of: SummaryOf | None = None) -> bool:
         """True when ``row`` passes every filter (``summary_of`` reads a lazy summary)."""
-        if self.since is not None and row.at_ts < _timestamp(self.since):
+        if self.since is not None and row.at_ts < timestamp(self.since):
             return False
-        if self.until is not None and row.at_ts > _timestamp(self.until):
+        if self.until is not None and row.at_ts > timestamp(self.until):
             return False
         if not self.text:
             summary_ok = True
@@ -186,64 +186,6 @@ class JsonlSummaries:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
-
-
-class ReviewIndex:
-    """All rows of a source plus facets and statistics, grown chunk by chunk."""
-
-    def __init__(self, summaries: JsonlSummaries | None = None) -> None:
-        self.rows: list[ReviewRow] = []
-        self.agents: Counter[str] = Counter()
-        self.threads: Counter[str] = Counter()
-        self.statuses: Counter[str] = Counter()
-        self.stats = ReviewStats()
-        self.summaries = summaries
-        self.complete = False
-        self._last_ts = 0.0
-
-    @property
-    def tools(self) -> dict[str, ToolStats]:
-        """Per-tool statistics of every indexed row."""
-        return self.stats.tools
-
-    @property
-    def outcomes(self) -> Counter[str]:
-        """Outcome mix of every indexed tool result."""
-        return self.stats.outcomes
-
-    @property
-    def last_at(self) -> datetime | None:
-        """Time of the latest indexed event."""
-        return datetime.fromtimestamp(self._last_ts, UTC) if self.rows else None
-
-    def summary_of(self, row: ReviewRow) -> str:
-        """The summary of ``row`` (read back from a JSONL line when needed)."""
-        if row.offset >= 0 and self.summaries is not None:
-            return self.summaries.summary(row.offset)
-        return row.summary
-
-    def add(self, rows: list[ReviewRow]) -> None:
-        """Index a chunk."""
-        self.rows.extend(rows)
-        for row in rows:
-            self._last_ts = max(self._last_ts, row.at_ts)
-            if row.agent:
-                self.agents[row.agent] += 1
-            if row.thread:
-                self.threads[row.thread] += 1
-            if row.status:
-                self.statuses[row.status] += 1
-        self.stats.add(rows)
-
-    def select(self, review_filter: ReviewFilter, limit: int | None = None) -> list[ReviewRow]:
-        """Rows passing ``review_filter`` in timeline order (at most ``limit``)."""
-        selected: list[ReviewRow] = []
-        for row in self.rows:
-            if review_filter.accepts(row, self.summary_of):
-                selected.append(row)
-                if limit is not None and len(selected) >= limit:
-                    break
-        return selected
 
 
 def _ledger_url(source: str) -> str | None:

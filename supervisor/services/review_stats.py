@@ -1,7 +1,10 @@
 """Statistics of reviewed trace rows: outcome mix, per-tool figures and approval latency.
 
 Computed from the indexed rows alone, so a ledger and an exported JSONL trace give the same
-figures, and a filtered selection gets its own (``ReviewStats`` grows chunk by chunk).
+figures, and a filtered selection gets its own. ``ReviewStats`` grows chunk by chunk: from rows
+(:meth:`ReviewStats.add`) or, as the review index does, from SQL counts per kind, tool and
+status (:meth:`ReviewStats.count`) plus the rows naming a proposal in timeline order
+(:meth:`ReviewStats.proposal_event`).
 Outcome figures count ``tool_result`` rows, as the analyzer does. An approval's latency is the
 time from its ``approval`` row with status ``pending`` to the next row naming the same proposal
 (the decision or the approved call's result).
@@ -67,23 +70,29 @@ class ReviewStats:
         """Count ``rows`` (in timeline order)."""
         for row in rows:
             self.events += 1
-            if row.kind == "tool_result":
-                status = row.status or "unknown"
-                self.outcomes[status] += 1
-                self._tool(row.tool).outcomes[status] += 1
-            elif row.kind == "tool_call":
-                self._tool(row.tool).calls += 1
-            elif row.kind == "approval":
-                self.approvals += 1
-                self.approval_outcomes[row.status or "unknown"] += 1
-            if not row.proposal:
-                continue
-            if row.kind == "approval" and row.status == "pending":
-                self._pending_since.setdefault(row.proposal, row.at_ts)
-            else:
-                started = self._pending_since.pop(row.proposal, None)
-                if started is not None:
-                    self.latencies.append(max(0.0, row.at_ts - started))
+            self.count(row.kind, row.tool, row.status)
+            if row.proposal:
+                self.proposal_event(row.proposal, row.kind, row.status, row.at_ts)
+
+    def count(self, kind: str, tool: str, status: str, times: int = 1) -> None:
+        """Count ``times`` rows of ``kind``/``tool``/``status`` (not ``events``)."""
+        if kind == "tool_result":
+            self.outcomes[status or "unknown"] += times
+            self._tool(tool).outcomes[status or "unknown"] += times
+        elif kind == "tool_call":
+            self._tool(tool).calls += times
+        elif kind == "approval":
+            self.approvals += times
+            self.approval_outcomes[status or "unknown"] += times
+
+    def proposal_event(self, proposal: str, kind: str, status: str, at_ts: float) -> None:
+        """Pair a row naming ``proposal`` with its pending approval (rows in timeline order)."""
+        if kind == "approval" and status == "pending":
+            self._pending_since.setdefault(proposal, at_ts)
+        else:
+            started = self._pending_since.pop(proposal, None)
+            if started is not None:
+                self.latencies.append(max(0.0, at_ts - started))
 
     def _tool(self, name: str) -> ToolStats:
         tool = name or "(unknown)"

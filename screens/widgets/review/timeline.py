@@ -1,8 +1,11 @@
-"""The review timeline: a Line API list over the filtered rows, coloured by outcome."""
+"""The review timeline: a Line API list over the filtered rows, coloured by outcome.
+
+The rows are any sequence; the review screen passes a view that pages them out of its index.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -49,11 +52,11 @@ class ReviewTimeline(ScrollView, can_focus=True):
         self, *, summary_of: Callable[[ReviewRow], str] = _own_summary, id: str | None = None
     ) -> None:
         super().__init__(id=id)
-        self.rows: list[ReviewRow] = []
+        self.rows: Sequence[ReviewRow] = []
         self.summary_of = summary_of
         self.cursor: int | None = None
 
-    def set_rows(self, rows: list[ReviewRow], *, keep_cursor: bool = False) -> None:
+    def set_rows(self, rows: Sequence[ReviewRow], *, keep_cursor: bool = False) -> None:
         """Show ``rows`` (a filtered selection); the cursor is dropped unless ``keep_cursor``."""
         self.rows = rows
         if not keep_cursor:
