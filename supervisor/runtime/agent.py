@@ -58,7 +58,7 @@ class MemAgent:
         self.offloader = offloader
         self.cache = cache
         self.last_tool_outcomes: list[dict[str, Any]] = []
-        self._engine = TurnEngine(self)
+        self.engine = TurnEngine(self)
 
     @property
     def agent_id(self) -> str:
@@ -106,7 +106,7 @@ class MemAgent:
             cached = self.cache.lookup(self.agent_id, self.tools_hash(), query)
             if cached is not None:
                 return self._finish(self._cached_run(messages, state, tracer, cached))
-        result = self._engine.run_loop(messages, state, tracer)
+        result = self.engine.run_loop(messages, state, tracer)
         if (
             self.cache is not None
             and fresh_thread

@@ -96,15 +96,21 @@ def _checkpoint_call(agent: MemAgent, proposal: Proposal) -> tuple[Checkpoint, P
     )
 
 
-def _decision_result(proposal: Proposal) -> ApprovalResumeResult:
+def _decision_body(proposal: Proposal) -> dict[str, Any]:
+    """What the model is told about a call a decision stopped: code, message, the reason."""
     code, message = DECISIONS[proposal.status]
     body: dict[str, Any] = {"code": code, "message": message}
     if proposal.decision_reason:
         body["reason"] = proposal.decision_reason
+    return {"error": body}
+
+
+def _decision_result(proposal: Proposal) -> ApprovalResumeResult:
+    code, _ = DECISIONS[proposal.status]
     evidence = {"status": code, "reason_code": code}
     return ApprovalResumeResult(
         proposal=proposal,
-        tool_result={"error": body},
+        tool_result=_decision_body(proposal),
         consumed=proposal.status.consumed,
         outcome=outcome_record(proposal.tool_name, proposal.call_id or "", evidence),
         error_code=code,
@@ -210,8 +216,9 @@ def resume(agent: MemAgent, proposal_id: str, continue_model: bool) -> ApprovalR
     if continue_model and result.error_code not in ("approval_pending", "already_consumed"):
         messages = _continued_messages(agent, checkpoint, state)
         if messages is not None:
-            state.outcomes.append(result.outcome) if result.outcome else None
-            run = agent._engine.run_loop(messages, state, tracer)
+            if result.outcome is not None:
+                state.outcomes.append(result.outcome)
+            run = agent.engine.run_loop(messages, state, tracer)
             return result.model_copy(update={"run": run, "assistant_response": run.output})
     return result
 
@@ -236,11 +243,7 @@ def _resolution(agent: MemAgent, proposals: list[Proposal], call_id: str) -> str
         return None
     if proposal.status in (_S.EXECUTED, _S.FAILED):
         return _stored_result(agent, proposal) or refusal("result_missing", "No stored result.")
-    code, message = DECISIONS[proposal.status]
-    body: dict[str, Any] = {"code": code, "message": message}
-    if proposal.decision_reason:
-        body["reason"] = proposal.decision_reason
-    return json_text({"error": body})
+    return json_text(_decision_body(proposal))
 
 
 def _continued_messages(
