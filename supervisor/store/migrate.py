@@ -8,17 +8,19 @@ upgrade leaves the previous schema intact.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from supervisor.ledger.errors import LedgerSchemaTooNew
+from supervisor.ledger.errors import LedgerBusy, LedgerSchemaTooNew
 from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
 from supervisor.store.tables import SCHEMA_VERSION
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+RETRY_SECONDS = 30.0
 MIGRATION_LOCK_KEY = 0x5355_5056_4D49_4731  # "SUPVMIG1"
 
 
@@ -67,6 +69,22 @@ def ensure_schema(engine: Engine) -> int:
         LedgerBusy: Another writer held the lock past the busy timeout.
         LedgerUnavailable: The database cannot be reached or written.
     """
+    # Processes opening a fresh SQLite ledger at the same moment can see an immediate "database
+    # is locked" (SQLite skips the busy handler where waiting could deadlock); the schema step
+    # is idempotent, so it is retried with backoff until the busy timeout.
+    deadline = time.monotonic() + RETRY_SECONDS
+    delay = 0.02
+    while True:
+        try:
+            return _ensure_schema_once(engine)
+        except LedgerBusy:
+            if time.monotonic() + delay > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+
+def _ensure_schema_once(engine: Engine) -> int:
     with translate_errors():
         with engine.connect() as connection:
             found = stored_schema_version(connection)

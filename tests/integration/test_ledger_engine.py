@@ -169,7 +169,7 @@ def test_processes_opening_a_fresh_ledger_at_once(ledger_url: str) -> None:
         for i in range(4)
     ]
     errors = [p.communicate(timeout=120)[1] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0, 0, 0], errors
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], "\n".join(errors)
     engine = create_ledger_engine(ledger_url)
     try:
         ledger = ApprovalLedger(engine)
