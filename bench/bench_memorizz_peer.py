@@ -43,10 +43,8 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -57,40 +55,9 @@ ARGUMENTS = {"name": "Ada Lovelace", "email": "ada@example.com", "plan": "pro", 
 LEVELS = ("NORMAL", "FULL")
 
 
-# --- measurement helpers (as in bench_ledger.py) --------------------------------------------
-
-
-def percentile(samples: Sequence[float], fraction: float) -> float:
-    """The ``fraction`` quantile of ``samples`` (nearest rank)."""
-    ordered = sorted(samples)
-    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
-    return ordered[index]
-
-
-@dataclass
-class Series:
-    """Per-cycle latencies (seconds) of one measured path."""
-
-    label: str
-    samples: list[float]
-
-    @property
-    def per_second(self) -> float:
-        return len(self.samples) / sum(self.samples)
-
-    def ms(self, fraction: float) -> float:
-        return percentile(self.samples, fraction) * 1000
-
-
-def timed(operation: Callable[[], object], count: int) -> list[float]:
-    """Run ``operation`` ``count`` times; return each run's wall time."""
-    samples: list[float] = []
-    for _ in range(count):
-        started = time.perf_counter()
-        operation()
-        samples.append(time.perf_counter() - started)
-    return samples
-
+# The measurement helpers are bench_ledger's (its top level imports only the standard library,
+# so it loads in the MemoRizz venv too).
+from bench_ledger import Series, timed  # noqa: E402
 
 # --- ours: a worker process on the project venv ---------------------------------------------
 
