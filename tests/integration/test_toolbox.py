@@ -7,9 +7,10 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pytest
+from support.agents import create_customer, inventory_lookup
 
 from supervisor.errors import ReferenceNotAllowed
 from supervisor.policies import ContextPolicy
@@ -19,27 +20,6 @@ from supervisor.tools import ToolRegistry, governed_tool
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 REPO = Path(__file__).resolve().parents[2]
-
-
-@governed_tool(deterministic=True, domains=("inventory",))
-def inventory_lookup(
-    sku: str,
-    warehouse: Literal["london", "new-york"] = "london",
-) -> dict[str, Any]:
-    """Return current inventory for one SKU and warehouse."""
-    return {"sku": sku, "warehouse": warehouse, "available": 12}
-
-
-@governed_tool(
-    deterministic=False,
-    side_effects=True,
-    requires_approval=True,
-    approval_reason="Creates a customer in the production CRM",
-    domains=("crm",),
-)
-def create_customer(name: str, email: str) -> dict[str, Any]:
-    """Create one CRM customer after host approval."""
-    return {"name": name, "email": email}
 
 
 @governed_tool(domains=("inventory",), name="inventory_lookup")
