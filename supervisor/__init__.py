@@ -6,8 +6,9 @@ textual, openai, browser_use, e2b or mcp.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from supervisor.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -81,14 +82,4 @@ if TYPE_CHECKING:
     from supervisor.tools.registry import ToolRegistry
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'supervisor' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

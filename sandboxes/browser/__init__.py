@@ -7,8 +7,9 @@ gate (``sandboxes.browser.gate``) do.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from supervisor.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "BrowserTask": "sandboxes.browser.task",
@@ -45,14 +46,4 @@ if TYPE_CHECKING:
     from sandboxes.browser.task import BrowserTask, BrowserTaskHandle
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'sandboxes.browser' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
