@@ -8,9 +8,10 @@ needs in a dialog, then runs the ledger call in a thread worker that posts
 from __future__ import annotations
 
 from datetime import datetime
+from time import monotonic
 from typing import Any
 
-from textual import work
+from textual import events, work
 from textual.screen import Screen
 
 from screens.confirm_dialog import ConfirmDialog
@@ -44,7 +45,15 @@ class DecisionActions(Screen[None]):
         self.settings = settings
         self.selected: Proposal | None = None
         self.guard: RenderedGuard | None = None
+        # Monotonic times: when the selected proposal's arguments were first drawn in full, and
+        # when the last key reached this screen (Textual stamps each key as it arrives).
+        self.shown_at: float | None = None
+        self.key_at: float | None = None
         self.schemas: dict[str, dict[str, Any] | None] = {}
+
+    def on_key(self, event: events.Key) -> None:
+        """Remember when the key that may trigger a decision arrived (not when it is handled)."""
+        self.key_at = event.time
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in PROPOSAL_ACTIONS:
@@ -61,14 +70,31 @@ class DecisionActions(Screen[None]):
         return event is not None and bool(event.blob_ref)
 
     def _guard_ok(self, proposal: Proposal) -> bool:
-        if self.guard is not None and self.guard.proposal_id == proposal.proposal_id:
-            return True
-        self.notify(
-            "Scroll through all of the arguments in the detail pane before deciding.",
-            title="Arguments not fully shown",
-            severity="error",
-        )
-        return False
+        if self.guard is None or self.guard.proposal_id != proposal.proposal_id:
+            self.notify(
+                "Scroll through all of the arguments in the detail pane before deciding.",
+                title="Arguments not fully shown",
+                severity="error",
+            )
+            return False
+        settle = self.settings.decision_settle_seconds
+        if self.shown_at is not None and settle > 0:
+            pressed = self.key_at if self.key_at is not None else monotonic()
+            shown_for = pressed - self.shown_at
+            if shown_for < settle:
+                when = (
+                    "before it was on screen"
+                    if shown_for < 0
+                    else f"{shown_for:.1f}s after it was shown"
+                )
+                self.notify(
+                    f"The key reached {proposal.tool_name} {when}. "
+                    "Check it is the one you mean, then press the key again.",
+                    title="Selection just changed",
+                    severity="warning",
+                )
+                return False
+        return True
 
     def _high_risk(self, proposal: Proposal) -> bool:
         return any(domain in self.settings.high_risk_domains for domain in proposal.domains)

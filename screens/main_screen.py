@@ -8,6 +8,7 @@ worker. Decisions live in :class:`~screens.decision_actions.DecisionActions`.
 from __future__ import annotations
 
 from datetime import datetime
+from time import monotonic
 from typing import ClassVar
 
 from textual import work
@@ -52,7 +53,10 @@ class MainScreen(DecisionActions, ProcessActions):
         Binding("b", "batch_approve", "Batch", id="batch-approve"),
         Binding("o", "open_blob", "Result", id="open-blob"),
         Binding("h", "toggle_hash", "Hash", id="toggle-hash"),
-        Binding("slash", "focus_filter", "Filter", id="focus-filter"),
+        # A priority binding runs as the key is read, so text typed right after "/" lands in
+        # the filter even when keys arrive faster than the screen handles them (a plain binding
+        # runs only once the key has bubbled back up, and "c" would meanwhile open Cancel).
+        Binding("slash", "focus_filter", "Filter", id="focus-filter", priority=True),
         Binding("i", "focus_inbox", "Inbox", show=False, id="focus-inbox"),
         Binding("t", "focus_trace", "Trace", show=False, id="focus-trace"),
         Binding("d", "focus_detail", "Detail", show=False, id="focus-detail"),
@@ -110,7 +114,7 @@ class MainScreen(DecisionActions, ProcessActions):
         self.query_one(TraceView).set_events(self.traces.events())
         self.query_one(ProcessesPane).show_rows(self.processes.rows(), self.now())
         self.set_interval(1.0, self._tick)
-        self.query_one("#inbox-table").focus()
+        self.set_focus(self.query_one("#inbox-table"))
 
     def on_unmount(self) -> None:
         self.approvals.unsubscribe(self._on_inbox)
@@ -189,6 +193,7 @@ class MainScreen(DecisionActions, ProcessActions):
             or (proposal.proposal_id != self.selected.proposal_id)
         ):
             self.guard = None
+            self.shown_at = None
         self.selected = proposal
         self.query_one(DetailPane).show_proposal(proposal)
         self.refresh_bindings()
@@ -196,7 +201,7 @@ class MainScreen(DecisionActions, ProcessActions):
             self.load_detail(proposal.proposal_id)
 
     def on_trace_view_event_selected(self, message: TraceView.EventSelected) -> None:
-        self.selected, self.guard = None, None
+        self.selected, self.guard, self.shown_at = None, None, None
         detail = self.query_one(DetailPane)
         detail.show_event(message.event)
         self.refresh_bindings()
@@ -235,11 +240,14 @@ class MainScreen(DecisionActions, ProcessActions):
     def on_arguments_rendered(self, message: ArgumentsRendered) -> None:
         if self.selected is None or message.proposal.proposal_id != self.selected.proposal_id:
             return
+        first = self.guard is None or self.guard.proposal_id != message.proposal.proposal_id
         try:
             self.guard = self.approvals.confirm_rendered(message.proposal, message.lines)
         except RenderGuardMissing as error:
             self.notify(error.message, severity="error")
             return
+        if first or self.shown_at is None:
+            self.shown_at = monotonic()
         self.query_one(DetailPane).mark_rendered(message.proposal.proposal_id)
         self.refresh_bindings()
 
@@ -250,21 +258,24 @@ class MainScreen(DecisionActions, ProcessActions):
             self.notify(text, title="Ledger error", severity="error")
 
     # -- focus ----------------------------------------------------------------------------
+    # ``Screen.set_focus`` moves focus at once; ``Widget.focus()`` would queue the move behind
+    # keys already waiting, so in "d PageDown" typed fast the PageDown would still reach the
+    # inbox and move its cursor.
 
     def action_focus_filter(self) -> None:
-        self.query_one("#inbox-filter").focus()
+        self.set_focus(self.query_one("#inbox-filter"))
 
     def action_focus_inbox(self) -> None:
-        self.query_one("#inbox-table").focus()
+        self.set_focus(self.query_one("#inbox-table"))
 
     def action_focus_trace(self) -> None:
-        self.query_one(TraceView).focus()
+        self.set_focus(self.query_one(TraceView))
 
     def action_focus_detail(self) -> None:
-        self.query_one("#detail-arguments").focus()
+        self.set_focus(self.query_one("#detail-arguments"))
 
     def action_focus_processes(self) -> None:
-        self.query_one(ProcessesPane).focus()
+        self.set_focus(self.query_one(ProcessesPane))
 
     def action_toggle_hash(self) -> None:
         self.query_one(DetailPane).toggle_full_hash()

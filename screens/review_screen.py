@@ -239,7 +239,7 @@ class ReviewScreen(Screen[None]):
         self._update_filter()
 
     def action_focus_search(self) -> None:
-        self.query_one("#review-search", Input).focus()
+        self.set_focus(self.query_one("#review-search", Input))  # at once, before queued keys
 
     def action_next_approval(self) -> None:
         """Move the timeline cursor to the next approval event (wrapping around)."""
@@ -250,7 +250,7 @@ class ReviewScreen(Screen[None]):
             position = self.index.next_approval(self.selection, -1)  # wrap around
         if position is not None:
             timeline.move_cursor(position)
-            timeline.focus()
+            self.set_focus(timeline)
             return
         self.notify("No approval events among the rows shown.", title="Jump to approvals")
 

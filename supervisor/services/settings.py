@@ -26,6 +26,10 @@ class SupervisorSettings:
         poll_timeout: Seconds a background reader waits on the change feed per round.
         inbox_first_page: Pending proposals read before the inbox is first shown.
         inbox_page: Pending proposals read per page after the first one.
+        decision_settle_seconds: How long a proposal's arguments must have been on screen in
+            full when an approve or edit key arrives, so a key meant for one proposal never
+            decides another that moved under the cursor (a row decided elsewhere vanishing, keys
+            queued while the screen lagged).
         now: The clock used for countdowns and heartbeat ages (tests fix it).
     """
 
@@ -37,4 +41,5 @@ class SupervisorSettings:
     poll_timeout: float = 0.5
     inbox_first_page: int = 200
     inbox_page: int = 1_000
+    decision_settle_seconds: float = 0.5
     now: Callable[[], datetime] = field(default=_system_now)

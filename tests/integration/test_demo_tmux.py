@@ -73,6 +73,19 @@ def _kill_demo_processes(home: Path) -> None:
                 os.killpg(pid, signal.SIGKILL)
 
 
+def _detail_header(screen: str) -> str:
+    """The detail pane's ``tool  [status]`` header, '' when none is shown."""
+    for line in screen.splitlines():
+        if "[pending]" in line:
+            return line.split("\u258f")[-1].strip()
+    return ""
+
+
+def _header_other_than(previous: str) -> Callable[[str], bool]:
+    """A predicate: the detail pane shows a proposal other than ``previous``."""
+    return lambda screen: _detail_header(screen) not in ("", previous)
+
+
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[Tmux]:
     if shutil.which("tmux") is None:
@@ -101,27 +114,33 @@ def test_demo_approve_in_tmux_resumes_the_waiting_crm_agent(tmux: Tmux, tmp_path
     command = f"env -u COLUMNS -u LINES TERM=xterm-256color {SUPERVISOR} demo --home {home}"
     tmux("new-session", "-d", "-s", tmux.session, "-x", "160", "-y", "50", command)
     tmux.wait_for(lambda screen: "create_customer" in screen, 60, "the create_customer proposal")
-    # The inbox has focus and highlights its first row; the detail pane then draws every
-    # argument line and the rendered guard says so ("all arguments shown").
-    # Select the create_customer row (other demo agents may be waiting too), then let the
-    # detail pane draw every argument line; a small pane must be scrolled ("d", PageDown).
+    # Other demo agents may be waiting too: walk the inbox one row at a time ("i" focuses it),
+    # each Down only after the screen showed the previous one, so no queued key can move the
+    # cursor after the CRM proposal is selected. The detail pane must then draw every argument
+    # line ("all arguments shown"; a small pane is scrolled with "d", PageDown), and the proposal
+    # must have been selected for the settle time before "a" counts.
     tmux.keys("i", "Home")
+    header = tmux.wait_for(lambda screen: "[pending]" in screen, 15, "a selected proposal")
     for _ in range(10):
-        if "create_customer  [pending]" in tmux.screen():
+        if "create_customer  [pending]" in header:
             break
         tmux.keys("Down")
-        time.sleep(0.4)
-    tmux.wait_for(lambda screen: "create_customer  [pending]" in screen, 10, "the CRM detail")
+        header = tmux.wait_for(_header_other_than(_detail_header(header)), 15, "the next row")
+    tmux.wait_for(lambda screen: "create_customer  [pending]" in screen, 15, "the CRM detail")
     for _ in range(20):
         if "all arguments shown" in tmux.screen():
             break
         tmux.keys("d", "PageDown")
         time.sleep(0.3)
     tmux.wait_for(lambda screen: "all arguments shown" in screen, 15, "the rendered arguments")
-    time.sleep(0.5)
+    time.sleep(1.0)
     tmux.keys("a")
-    time.sleep(0.5)
-    if "Confirm" in tmux.screen():
+    screen = tmux.wait_for(
+        lambda screen: "Approved: create_customer" in screen or "Confirm" in screen,
+        15,
+        "the approval (or its confirmation)",
+    )
+    if "Approved: create_customer" not in screen:
         tmux.keys("y")
 
     with SQLModelProvider(f"sqlite:///{home / 'ledger.db'}") as provider:
@@ -133,7 +152,7 @@ def test_demo_approve_in_tmux_resumes_the_waiting_crm_agent(tmux: Tmux, tmp_path
             if statuses and statuses[0] is ProposalStatus.EXECUTED:
                 break
             time.sleep(0.2)
-        assert statuses == [ProposalStatus.EXECUTED], statuses
+        assert statuses == [ProposalStatus.EXECUTED], f"{statuses}; screen was:\n{tmux.screen()}"
         crm = next(p for p in proposals if p.tool_name == "create_customer")
         assert crm.approver_context is not None and crm.approver_context.via == "tui"
 

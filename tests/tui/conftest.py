@@ -29,5 +29,7 @@ def identity() -> ApproverIdentity:
 
 @pytest.fixture
 def settings() -> SupervisorSettings:
-    """Fast polling, real clock."""
-    return SupervisorSettings(poll_timeout=0.05, high_risk_domains=frozenset({"payments"}))
+    """Fast polling, real clock, no settle delay (test_main_screen tests the delay itself)."""
+    return SupervisorSettings(
+        poll_timeout=0.05, high_risk_domains=frozenset({"payments"}), decision_settle_seconds=0.0
+    )

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from time import monotonic
+
+from textual import events
 from tui_helpers import propose, record_notifications, wait_for
 
-from screens.app import make_app
+from screens.app import SupervisorApp, make_app
 from screens.main_screen import MainScreen
 from screens.widgets.detail.detail_pane import DetailPane
 from screens.widgets.inbox.inbox_pane import InboxPane
@@ -76,6 +80,63 @@ async def test_guard_blocks_approval_until_every_argument_line_was_drawn(
         await wait_for(
             pilot,
             lambda: provider.ledger.get(proposal.proposal_id).status is ProposalStatus.APPROVED,
+        )
+
+
+async def _key_at(app: SupervisorApp, key: str, when: float) -> None:
+    """Deliver ``key`` as the terminal driver does, stamped as having arrived at ``when``."""
+    event = events.Key(key, key if len(key) == 1 else None)
+    event.time = when
+    event.set_sender(app)
+    assert app._driver is not None
+    app._driver.send_message(event)
+
+
+async def test_a_key_that_arrived_before_the_proposal_was_shown_decides_nothing(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    """A row vanishing under the cursor must not turn a key meant for it into its neighbour's
+    approval: a decision key counts only once the proposal was on screen for the settle time."""
+    first = propose(provider.ledger, arguments={"name": "Ada"})
+    second = propose(provider.ledger, arguments={"name": "Grace"})
+    settled = replace(settings, decision_settle_seconds=0.5)
+    app = make_app(settled, ledger=provider.ledger, identity=identity)
+    notes = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = _main(app)
+        await wait_for(pilot, lambda: screen.shown_at is not None)
+        assert screen.guard is not None and screen.guard.proposal_id == first.proposal_id
+        assert screen.shown_at is not None
+        await _key_at(app, "a", screen.shown_at + 0.1)
+        await pilot.pause(0.2)
+        assert provider.ledger.get(first.proposal_id).status is ProposalStatus.PENDING
+        assert any("0.1s after it was shown" in note for note in notes)
+
+        await _key_at(app, "a", screen.shown_at + 0.6)
+        await wait_for(
+            pilot,
+            lambda: provider.ledger.get(first.proposal_id).status is ProposalStatus.APPROVED,
+        )
+        # The approved row leaves the inbox and the cursor lands on the other proposal. A key
+        # that arrived before that proposal was drawn (meant for the first one) decides nothing.
+        await wait_for(
+            pilot,
+            lambda: screen.guard is not None and screen.guard.proposal_id == second.proposal_id,
+        )
+        second_shown = screen.shown_at
+        assert second_shown is not None
+        await _key_at(app, "a", second_shown - 0.05)
+        await pilot.pause(0.2)
+        assert provider.ledger.get(second.proposal_id).status is ProposalStatus.PENDING
+        assert any("before it was on screen" in note for note in notes)
+
+        # A real key pressed once the settle time has passed approves it.
+        while monotonic() - second_shown < 0.5:
+            await pilot.pause(0.05)
+        await pilot.press("a")
+        await wait_for(
+            pilot,
+            lambda: provider.ledger.get(second.proposal_id).status is ProposalStatus.APPROVED,
         )
 
 
@@ -226,6 +287,32 @@ async def test_filter_narrows_the_inbox_and_new_proposals_arrive_live(
         assert len(inbox.visible_ids()) == 2
         detail = screen.query_one(DetailPane)
         assert detail.proposal is not None
+
+
+async def test_keys_typed_faster_than_the_screen_draws_go_where_the_user_sent_them(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    """A focus key moves focus before the next key is handled, however fast keys arrive."""
+    first = propose(provider.ledger, tool="create_customer", owner="crm-agent")
+    propose(provider.ledger, tool="inventory_adjust", owner="stock-agent", domains=["inventory"])
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = _main(app)
+        inbox = screen.query_one(InboxPane)
+        await wait_for(pilot, lambda: len(inbox.visible_ids()) == 2 and screen.guard is not None)
+        # "d" then PageDown in one burst: PageDown scrolls the detail pane, not the inbox.
+        now = monotonic()
+        await _key_at(app, "d", now)
+        await _key_at(app, "pagedown", now)
+        await pilot.pause(0.3)
+        assert app.focused is screen.query_one("#detail-arguments")
+        assert screen.selected is not None and screen.selected.proposal_id == first.proposal_id
+        # "/" then text in one burst: the text filters, its "c" does not open the cancel dialog.
+        for key in ("slash", *"crm"):
+            await _key_at(app, key, monotonic())
+        await wait_for(pilot, lambda: len(inbox.visible_ids()) == 1)
+        assert app.screen is screen
+        assert provider.ledger.get(first.proposal_id).status is ProposalStatus.PENDING
 
 
 async def test_cancel_and_extend(
