@@ -27,6 +27,25 @@ from supervisor.scripted_model import ScriptedModel
 Echo = Callable[[str], object]
 
 
+_STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _quiet_when_closed(echo: Echo) -> Echo:
+    """``echo`` that ignores a closed terminal, so stopping the agents never fails on output."""
+
+    def quiet(message: str) -> None:
+        try:
+            echo(message)
+        except OSError:
+            pass
+
+    return quiet
+
+
 def default_home() -> Path:
     """Where the demo keeps its ledger and logs (reused, so a restart shows the same state)."""
     return Path(platformdirs.user_data_dir("agent-supervisor")) / "demo"
@@ -106,6 +125,10 @@ def run_demo(
     """
     (home / "logs").mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{home / 'ledger.db'}"
+    echo = _quiet_when_closed(echo)
+    # Closing the terminal (SIGHUP) or a plain kill (SIGTERM) ends the demo like quitting it
+    # does: the agents and the browser worker lead their own sessions and would outlive us.
+    previous = {signum: signal.signal(signum, _exit_on_signal) for signum in _STOP_SIGNALS}
     provider = SQLModelProvider(url)
     model = ScriptedModel(demo_turn).start()
     env = {**os.environ, **model.env(), "SUPERVISOR_DB": url}
@@ -135,11 +158,15 @@ def run_demo(
         echo("Stopping the demo agents.")
         return 1
     finally:
-        if browser is not None:
-            browser.finish()
-        _stop(processes)
-        model.stop()
-        provider.close()
+        try:
+            if browser is not None:
+                browser.finish()
+        finally:
+            _stop(processes)
+            model.stop()
+            provider.close()
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
 
 def _follow(

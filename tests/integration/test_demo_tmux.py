@@ -60,7 +60,8 @@ class Tmux:
 
 
 def _kill_demo_processes(home: Path) -> None:
-    """SIGKILL every demo agent the ledger recorded that is still alive (their own groups)."""
+    """SIGKILL every demo agent and browser worker the ledger recorded that is still alive
+    (each leads its own process group, Chromium included)."""
     ledger_file = home / "ledger.db"
     if not ledger_file.exists():
         return
@@ -69,7 +70,8 @@ def _kill_demo_processes(home: Path) -> None:
     for pid in pids:
         cmdline = Path(f"/proc/{pid}/cmdline")
         with contextlib.suppress(OSError):
-            if b"supervisor.demo.agent" in cmdline.read_bytes():
+            command = cmdline.read_bytes()
+            if b"supervisor.demo.agent" in command or b"sandboxes.browser.worker" in command:
                 os.killpg(pid, signal.SIGKILL)
 
 
@@ -79,6 +81,37 @@ def _detail_header(screen: str) -> str:
         if "[pending]" in line:
             return line.split("\u258f")[-1].strip()
     return ""
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _processes_naming(fragments: list[str]) -> list[int]:
+    """Live processes whose command line contains one of ``fragments``."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            text = cmdline.read_bytes().decode(errors="replace")
+            if any(fragment in text for fragment in fragments):
+                found.append(int(cmdline.parent.name))
+    return [pid for pid in found if _alive(pid)]
+
+
+def _worker_rundirs(pids: list[int]) -> list[str]:
+    """The run directories of the browser workers among ``pids`` (Chromium's profile is inside)."""
+    rundirs = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+            if "sandboxes.browser.worker" in argv and "--config" in argv:
+                rundirs.append(str(Path(argv[argv.index("--config") + 1]).parent))
+    return rundirs
 
 
 def _header_other_than(previous: str) -> Callable[[str], bool]:
@@ -163,3 +196,37 @@ def test_demo_approve_in_tmux_resumes_the_waiting_crm_agent(tmux: Tmux, tmp_path
     text = log.read_text()
     assert "waiting for a decision" in text
     assert "approved: Done" in text and "cus_" in text
+
+    # Quitting the supervisor ends the demo: every agent, the browser worker and its Chromium.
+    with SQLModelProvider(f"sqlite:///{home / 'ledger.db'}") as provider:
+        pids = [p.pid for p in provider.ledger.list_processes() if p.pid]
+    rundirs = _worker_rundirs(pids)
+    assert rundirs, "the demo's browser worker was not running"
+    pane_pid = int(tmux("display-message", "-p", "-t", tmux.session, "#{pane_pid}").strip())
+    tmux.keys("q")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _alive(pane_pid):
+        time.sleep(0.2)
+    assert not _alive(pane_pid), "supervisor demo did not exit within 30s of q"
+    survivors = [pid for pid in pids if _alive(pid)] + _processes_naming(rundirs)
+    assert survivors == [], survivors
+
+
+def test_closing_the_terminal_stops_every_demo_process(tmux: Tmux, tmp_path: Path) -> None:
+    """SIGHUP (the terminal window closed) ends the demo like q: nothing it started survives."""
+    home = tmp_path / "demo"
+    command = f"env -u COLUMNS -u LINES TERM=xterm-256color {SUPERVISOR} demo --home {home}"
+    tmux("new-session", "-d", "-s", tmux.session, "-x", "160", "-y", "50", command)
+    tmux.wait_for(lambda screen: "browser.navigate" in screen, 90, "the browser's first action")
+    with SQLModelProvider(f"sqlite:///{home / 'ledger.db'}") as provider:
+        pids = [p.pid for p in provider.ledger.list_processes() if p.pid]
+    rundirs = _worker_rundirs(pids)
+    assert rundirs, "the demo's browser worker was not running"
+    pane_pid = int(tmux("display-message", "-p", "-t", tmux.session, "#{pane_pid}").strip())
+    tmux("kill-server")  # tmux sends the pane's process SIGHUP
+    deadline = time.monotonic() + 30
+    survivors = [pane_pid]
+    while time.monotonic() < deadline and survivors:
+        time.sleep(0.2)
+        survivors = [pid for pid in [pane_pid, *pids] if _alive(pid)] + _processes_naming(rundirs)
+    assert survivors == [], survivors
