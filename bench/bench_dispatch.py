@@ -1,9 +1,10 @@
 """Governed dispatch vs a bare pydantic validate-then-call of the same function.
 
 Both paths take the same JSON text a model would send. The governed path parses, validates
-strictly, checks reserved and undeclared names, binds, calls, unwraps and classifies the result
-and builds a ToolOutcome with latency. The bare path validates with a plain pydantic model and
-calls the function.
+strictly, checks reserved and undeclared names, binds, calls, times the call, checks the result
+is JSON data and classifies it (legacy inference; a plain success is the shared, frozen
+``ToolOutcome()``) and returns a ToolCallResult holding value, outcome and latency; nothing is
+computed lazily. The bare path validates with a plain pydantic model and calls the function.
 
 Run: .venv/bin/python bench/bench_dispatch.py [--rounds 15] [--calls 20000]
 """
@@ -51,6 +52,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=20_000)
     options = parser.parse_args()
     assert governed_call() == bare_call()
+    result = inventory_lookup.dispatch(ARGUMENTS)
+    assert result.ok and result.outcome.status == "success" and result.latency_ms is not None
     bare: list[float] = []
     governed: list[float] = []
     for _ in range(options.rounds):

@@ -28,8 +28,6 @@ def run_walkthrough(echo: Callable[[str], object]) -> None:
         echo(f"\n# {label}\n> {tool.name}({arguments})")
         echo(f"  model sees: {result.model_content()}")
         evidence = {
-            key: value
-            for key, value in result.outcome.evidence().items()
-            if value not in (None, False)
+            key: value for key, value in result.evidence().items() if value not in (None, False)
         }
         echo(f"  outcome:    {json.dumps(evidence)}")

@@ -195,7 +195,7 @@ class McpTool(GovernedTool[..., Any]):
         returned = self._call(arguments)
         value, outcome = resolve_outcome(returned)
         latency_ms = (time.perf_counter() - started) * 1000.0
-        return ToolCallResult(self.name, value, outcome.with_latency(latency_ms))
+        return ToolCallResult(self.name, value, outcome, None, None, latency_ms)
 
     async def aexecute(self, prepared: PreparedCall, *, approved: bool = False) -> ToolCallResult:
         """Async :meth:`execute` (the blocking call runs in a worker thread)."""

@@ -259,34 +259,6 @@ class ToolOutcome(BaseModel):
         }
 
 
-_SUCCESS_FIELDS: dict[str, Any] = dict(ToolOutcome().__dict__)
-
-
-def timed_success(latency_ms: float) -> ToolOutcome:
-    """A plain ``success`` outcome with ``latency_ms`` set: the dispatcher's hot path.
-
-    Equal to ``ToolOutcome(latency_ms=latency_ms)`` but built without revalidation, because a
-    plain success with a finite, non-negative latency is coherent by construction.
-
-    Raises:
-        pydantic.ValidationError: ``latency_ms`` is negative or not finite.
-    """
-    if type(latency_ms) is not float or not 0.0 <= latency_ms < math.inf:
-        return ToolOutcome(latency_ms=latency_ms)
-    fields = _SUCCESS_FIELDS.copy()
-    fields["latency_ms"] = latency_ms
-    outcome = _new(ToolOutcome)
-    _set(outcome, "__dict__", fields)
-    _set(outcome, "__pydantic_fields_set__", {"latency_ms"})
-    _set(outcome, "__pydantic_extra__", None)
-    _set(outcome, "__pydantic_private__", None)
-    return outcome
-
-
-_new = object.__new__
-_set = object.__setattr__
-
-
 def _outcome_error_in(exc: ValidationError) -> OutcomeError | None:
     """The coherence refusal pydantic wrapped, so constructors can raise it unwrapped."""
     for detail in exc.errors():

@@ -211,7 +211,7 @@ class TurnEngine:
     ) -> None:  # fmt: skip
         content, blob_ref = self.agent.deliver(tool_name, call_id, result.model_content())
         state.answered[call_id] = content
-        evidence = result.outcome.evidence()
+        evidence = result.evidence()
         state.outcomes.append(outcome_record(tool_name, call_id, evidence))
         detail = result.error.detail if result.error is not None else None
         tracer.event(

@@ -162,7 +162,7 @@ def _execute(
         content = json_text({"edited_by_human": {"arguments": prepared.arguments}, "result": (
             result.value)})  # fmt: skip
     stored = ledger.put_blob(content.encode("utf-8"), "application/json")
-    evidence = result.outcome.evidence()
+    evidence = result.evidence()
     if result.error is None:
         ledger.complete(
             proposal.proposal_id, evidence["status"], f"blob:{stored.sha256}", executor=executor

@@ -35,7 +35,6 @@ from pydantic import BaseModel, ValidationError
 
 from supervisor.outcomes import ToolOutcome, ToolOutcomeStatus, resolve_outcome
 from supervisor.outcomes.legacy import STRUCTURAL_KEYS
-from supervisor.outcomes.model import timed_success
 from supervisor.redact import redact
 from supervisor.tools.errors import ArgumentProblem, CallErrorCode, ToolCallError
 from supervisor.tools.policy import is_reserved_name
@@ -55,7 +54,8 @@ _PRIORITY: tuple[CallErrorCode, ...] = (
     "missing_argument",
     "invalid_arguments",
 )
-_SUCCESS = ToolOutcomeStatus.SUCCESS
+#: The outcome of every plain success: outcomes are frozen, so one object serves them all.
+PLAIN_SUCCESS = ToolOutcome()
 
 
 @dataclass
@@ -85,9 +85,11 @@ class ToolCallResult:
     Attributes:
         tool_name: The tool called.
         value: JSON data for the model: the unwrapped result, or ``{"error": {...}}``.
-        outcome: Content-free evidence of how the call went (never sent to the model).
+        outcome: Content-free evidence of how the call went (never sent to the model), as
+            the tool reported it or legacy inference read it from the result.
         error: Why the call was refused or failed, if it was.
         arguments: Validated arguments (JSON data), when validation passed.
+        latency_ms: How long the tool ran, in milliseconds, when it ran.
     """
 
     tool_name: str
@@ -95,11 +97,30 @@ class ToolCallResult:
     outcome: ToolOutcome
     error: ToolCallError | None = None
     arguments: dict[str, Any] | None = field(default=None, repr=False)
+    latency_ms: float | None = None
 
     @property
     def ok(self) -> bool:
         """True when the tool ran and its outcome is usable."""
         return self.error is None and self.outcome.usable
+
+    def evidence(self) -> dict[str, Any]:
+        """The outcome's content-free evidence, with the latency this call measured.
+
+        The outcome stays what the tool reported (a plain success is one shared, immutable
+        ``ToolOutcome()``); the dispatcher's own measurement is ``latency_ms`` on the result
+        and takes the place of any latency the tool reported.
+        """
+        evidence = self.outcome.evidence()
+        if self.latency_ms is not None:
+            evidence["latency_ms"] = self.latency_ms
+        return evidence
+
+    def timed_outcome(self) -> ToolOutcome:
+        """The outcome with the measured latency in it (a new object when one was measured)."""
+        if self.latency_ms is None:
+            return self.outcome
+        return self.outcome.with_latency(self.latency_ms)
 
     def model_content(self) -> str:
         """The value as the JSON text placed in the model's tool message."""
@@ -133,11 +154,11 @@ def dispatch(tool: AnyTool, arguments: Arguments, *, approved: bool) -> ToolCall
     except Exception as exc:
         prepared = PreparedCall(tool.name, validated, tool.signature.parameter_names)
         return _exception_result(tool, prepared, exc)
+    latency_ms = (perf_counter() - started) * 1000.0
     if type(returned) is dict and is_plain_json_record(returned):
         # The common case: a flat JSON object with none of the legacy outcome keys.
-        outcome = timed_success((perf_counter() - started) * 1000.0)
-        return ToolCallResult(tool.name, returned, outcome)
-    return _finish(tool, returned, started)
+        return ToolCallResult(tool.name, returned, PLAIN_SUCCESS, None, None, latency_ms)
+    return _finish(tool, returned, latency_ms)
 
 
 def prepare(tool: AnyTool, arguments: Arguments) -> PreparedCall:
@@ -168,7 +189,7 @@ def execute(tool: AnyTool, prepared: PreparedCall, *, approved: bool) -> ToolCal
             returned = _run_awaitable(returned)
     except Exception as exc:
         return _exception_result(tool, prepared, exc)
-    return _finish(tool, returned, started)
+    return _finish(tool, returned, (time.perf_counter() - started) * 1000.0)
 
 
 async def aexecute(tool: AnyTool, prepared: PreparedCall, *, approved: bool) -> ToolCallResult:
@@ -184,7 +205,7 @@ async def aexecute(tool: AnyTool, prepared: PreparedCall, *, approved: bool) -> 
             returned = await asyncio.to_thread(tool.function, **prepared.kwargs())
     except Exception as exc:
         return _exception_result(tool, prepared, exc)
-    return _finish(tool, returned, started)
+    return _finish(tool, returned, (time.perf_counter() - started) * 1000.0)
 
 
 def error_result(
@@ -236,8 +257,7 @@ def _approval_refusal(
     return error_result(tool.name, error, prepared.arguments)
 
 
-def _finish(tool: AnyTool, returned: Any, started: float) -> ToolCallResult:
-    latency_ms = (time.perf_counter() - started) * 1000.0
+def _finish(tool: AnyTool, returned: Any, latency_ms: float) -> ToolCallResult:
     value, outcome = resolve_outcome(returned)
     try:
         value = to_json_value(value)
@@ -249,10 +269,8 @@ def _finish(tool: AnyTool, returned: Any, started: float) -> ToolCallResult:
             detail=f"{exc.path}: {exc.type_name}",
         )
         failed = error_result(tool.name, error)
-        return ToolCallResult(
-            tool.name, failed.value, failed.outcome.with_latency(latency_ms), error
-        )
-    return ToolCallResult(tool.name, value, outcome.with_latency(latency_ms))
+        return ToolCallResult(tool.name, failed.value, failed.outcome, error, None, latency_ms)
+    return ToolCallResult(tool.name, value, outcome, None, None, latency_ms)
 
 
 def _exception_result(tool: AnyTool, prepared: PreparedCall, exc: Exception) -> ToolCallResult:

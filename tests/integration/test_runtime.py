@@ -88,6 +88,8 @@ def test_read_only_call_runs_and_the_model_answers(provider: SQLModelProvider) -
         ]
     assert agent.last_tool_outcomes[0]["status"] == "success"
     assert agent.last_tool_outcomes[0]["tool_name"] == "inventory_lookup"
+    # The latency dispatch measured reaches the evidence the runtime keeps.
+    assert agent.last_tool_outcomes[0]["latency_ms"] >= 0
 
 
 def test_request_bodies_hold_no_approval_parameters_and_no_outcome_internals(

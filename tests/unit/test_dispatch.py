@@ -86,7 +86,9 @@ def test_valid_call_applies_defaults_and_binds() -> None:
     assert calls == [{"sku": "A1", "warehouse": "london"}]
     assert result.value == {"sku": "A1", "warehouse": "london", "available": 12}
     assert result.outcome.status is ToolOutcomeStatus.SUCCESS
-    assert result.outcome.latency_ms is not None
+    assert result.latency_ms is not None and result.latency_ms >= 0
+    assert result.evidence()["latency_ms"] == result.latency_ms
+    assert result.timed_outcome() == ToolOutcome(latency_ms=result.latency_ms)
 
 
 def test_mapping_arguments_and_empty_text() -> None:
@@ -220,7 +222,9 @@ def test_tool_result_is_unwrapped_and_outcome_kept() -> None:
     assert "fallback" not in result.model_content()
     assert result.outcome.status is ToolOutcomeStatus.FALLBACK
     assert result.outcome.degraded is True
-    assert result.outcome.latency_ms is not None
+    assert result.outcome.latency_ms is None  # the tool's outcome, as it reported it
+    assert result.latency_ms is not None
+    assert result.evidence() == {**result.outcome.evidence(), "latency_ms": result.latency_ms}
 
 
 def test_legacy_results_are_classified_from_structure() -> None:

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from supervisor import ToolOutcome
 from supervisor.outcomes import infer_outcome
-from supervisor.outcomes.model import timed_success
 from supervisor.tools.dispatch import is_plain_json_record
 from supervisor.tools.results import to_json_value
 
@@ -29,14 +28,6 @@ def test_fast_path_agrees_with_inference(record: dict[str, Any]) -> None:
     if is_plain_json_record(record):
         assert infer_outcome(record) == ToolOutcome()
         assert to_json_value(record) == record
-
-
-@given(st.floats(min_value=0, max_value=1e9, allow_nan=False, allow_infinity=False))
-def test_timed_success_equals_a_validated_outcome(latency_ms: float) -> None:
-    fast = timed_success(latency_ms)
-    assert fast == ToolOutcome(latency_ms=latency_ms)
-    assert fast.model_fields_set == {"latency_ms"}
-    assert fast.evidence()["latency_ms"] == latency_ms
 
 
 def test_with_latency_keeps_every_other_field() -> None:
