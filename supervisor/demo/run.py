@@ -126,14 +126,14 @@ def run_demo(
     (home / "logs").mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{home / 'ledger.db'}"
     echo = _quiet_when_closed(echo)
-    # Closing the terminal (SIGHUP) or a plain kill (SIGTERM) ends the demo like quitting it
-    # does: the agents and the browser worker lead their own sessions and would outlive us.
-    previous = {signum: signal.signal(signum, _exit_on_signal) for signum in _STOP_SIGNALS}
     provider = SQLModelProvider(url)
     model = ScriptedModel(demo_turn).start()
     env = {**os.environ, **model.env(), "SUPERVISOR_DB": url}
     processes: list[subprocess.Popen[bytes]] = []
     browser: _BrowserAgent | None = None
+    # Closing the terminal (SIGHUP) or a plain kill (SIGTERM) ends the demo like quitting it
+    # does: the agents and the browser worker lead their own sessions and would outlive us.
+    previous = {signum: signal.signal(signum, _exit_on_signal) for signum in _STOP_SIGNALS}
     try:
         for scenario in SCENARIOS:
             # In TUI mode the agents log to files (the app owns the terminal).
@@ -158,6 +158,8 @@ def run_demo(
         echo("Stopping the demo agents.")
         return 1
     finally:
+        for signum in _STOP_SIGNALS:  # a second signal must not cut the stopping short
+            signal.signal(signum, signal.SIG_IGN)
         try:
             if browser is not None:
                 browser.finish()
