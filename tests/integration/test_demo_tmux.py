@@ -114,6 +114,32 @@ def _worker_rundirs(pids: list[int]) -> list[str]:
     return rundirs
 
 
+def _start_demo(tmux: Tmux, home: Path) -> None:
+    # COLUMNS/LINES (set by pytest and others) would override the pane size in Textual.
+    command = f"env -u COLUMNS -u LINES TERM=xterm-256color {SUPERVISOR} demo --home {home}"
+    tmux("new-session", "-d", "-s", tmux.session, "-x", "160", "-y", "50", command)
+
+
+def _demo_processes(tmux: Tmux, home: Path) -> list[int]:
+    """The demo's own pid, then every process its ledger recorded (agents, browser worker)."""
+    pane_pid = int(tmux("display-message", "-p", "-t", tmux.session, "#{pane_pid}").strip())
+    with SQLModelProvider(f"sqlite:///{home / 'ledger.db'}") as provider:
+        return [pane_pid, *(p.pid for p in provider.ledger.list_processes() if p.pid)]
+
+
+def _survivors_after(pids: list[int], limit: float) -> list[int]:
+    """Waits up to ``limit`` seconds for ``pids`` and every Chromium of their browser workers to
+    be gone; returns those still alive."""
+    rundirs = _worker_rundirs(pids)
+    assert rundirs, "the demo's browser worker was not running"
+    deadline = time.monotonic() + limit
+    while True:
+        survivors = [pid for pid in pids if _alive(pid)] + _processes_naming(rundirs)
+        if not survivors or time.monotonic() > deadline:
+            return survivors
+        time.sleep(0.2)
+
+
 def _header_other_than(previous: str) -> Callable[[str], bool]:
     """A predicate: the detail pane shows a proposal other than ``previous``."""
     return lambda screen: _detail_header(screen) not in ("", previous)
@@ -143,9 +169,7 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
 
 def test_demo_approve_in_tmux_resumes_the_waiting_crm_agent(tmux: Tmux, tmp_path: Path) -> None:
     home = tmp_path / "demo"
-    # COLUMNS/LINES (set by pytest and others) would override the pane size in Textual.
-    command = f"env -u COLUMNS -u LINES TERM=xterm-256color {SUPERVISOR} demo --home {home}"
-    tmux("new-session", "-d", "-s", tmux.session, "-x", "160", "-y", "50", command)
+    _start_demo(tmux, home)
     tmux.wait_for(lambda screen: "create_customer" in screen, 60, "the create_customer proposal")
     # Other demo agents may be waiting too: walk the inbox one row at a time ("i" focuses it),
     # each Down only after the screen showed the previous one, so no queued key can move the
@@ -198,35 +222,16 @@ def test_demo_approve_in_tmux_resumes_the_waiting_crm_agent(tmux: Tmux, tmp_path
     assert "approved: Done" in text and "cus_" in text
 
     # Quitting the supervisor ends the demo: every agent, the browser worker and its Chromium.
-    with SQLModelProvider(f"sqlite:///{home / 'ledger.db'}") as provider:
-        pids = [p.pid for p in provider.ledger.list_processes() if p.pid]
-    rundirs = _worker_rundirs(pids)
-    assert rundirs, "the demo's browser worker was not running"
-    pane_pid = int(tmux("display-message", "-p", "-t", tmux.session, "#{pane_pid}").strip())
+    pids = _demo_processes(tmux, home)
     tmux.keys("q")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and _alive(pane_pid):
-        time.sleep(0.2)
-    assert not _alive(pane_pid), "supervisor demo did not exit within 30s of q"
-    survivors = [pid for pid in pids if _alive(pid)] + _processes_naming(rundirs)
-    assert survivors == [], survivors
+    assert _survivors_after(pids, 30) == []
 
 
 def test_closing_the_terminal_stops_every_demo_process(tmux: Tmux, tmp_path: Path) -> None:
     """SIGHUP (the terminal window closed) ends the demo like q: nothing it started survives."""
     home = tmp_path / "demo"
-    command = f"env -u COLUMNS -u LINES TERM=xterm-256color {SUPERVISOR} demo --home {home}"
-    tmux("new-session", "-d", "-s", tmux.session, "-x", "160", "-y", "50", command)
+    _start_demo(tmux, home)
     tmux.wait_for(lambda screen: "browser.navigate" in screen, 90, "the browser's first action")
-    with SQLModelProvider(f"sqlite:///{home / 'ledger.db'}") as provider:
-        pids = [p.pid for p in provider.ledger.list_processes() if p.pid]
-    rundirs = _worker_rundirs(pids)
-    assert rundirs, "the demo's browser worker was not running"
-    pane_pid = int(tmux("display-message", "-p", "-t", tmux.session, "#{pane_pid}").strip())
+    pids = _demo_processes(tmux, home)
     tmux("kill-server")  # tmux sends the pane's process SIGHUP
-    deadline = time.monotonic() + 30
-    survivors = [pane_pid]
-    while time.monotonic() < deadline and survivors:
-        time.sleep(0.2)
-        survivors = [pid for pid in [pane_pid, *pids] if _alive(pid)] + _processes_naming(rundirs)
-    assert survivors == [], survivors
+    assert _survivors_after(pids, 30) == []
