@@ -240,13 +240,12 @@ class MainScreen(DecisionActions, ProcessActions):
     def on_arguments_rendered(self, message: ArgumentsRendered) -> None:
         if self.selected is None or message.proposal.proposal_id != self.selected.proposal_id:
             return
-        first = self.guard is None or self.guard.proposal_id != message.proposal.proposal_id
         try:
             self.guard = self.approvals.confirm_rendered(message.proposal, message.lines)
         except RenderGuardMissing as error:
             self.notify(error.message, severity="error")
             return
-        if first or self.shown_at is None:
+        if self.shown_at is None:  # reset with the guard whenever the selection changes
             self.shown_at = monotonic()
         self.query_one(DetailPane).mark_rendered(message.proposal.proposal_id)
         self.refresh_bindings()

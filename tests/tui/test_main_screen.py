@@ -83,7 +83,7 @@ async def test_guard_blocks_approval_until_every_argument_line_was_drawn(
         )
 
 
-async def _key_at(app: SupervisorApp, key: str, when: float) -> None:
+def _key_at(app: SupervisorApp, key: str, when: float) -> None:
     """Deliver ``key`` as the terminal driver does, stamped as having arrived at ``when``."""
     event = events.Key(key, key if len(key) == 1 else None)
     event.time = when
@@ -107,11 +107,11 @@ async def test_a_key_that_arrived_before_the_proposal_was_shown_decides_nothing(
         await wait_for(pilot, lambda: screen.shown_at is not None)
         assert screen.guard is not None and screen.guard.proposal_id == first.proposal_id
         assert screen.shown_at is not None
-        await _key_at(app, "a", screen.shown_at + 0.1)
+        _key_at(app, "a", screen.shown_at + 0.1)
         await wait_for(pilot, lambda: any("0.1s after it was shown" in note for note in notes))
         assert provider.ledger.get(first.proposal_id).status is ProposalStatus.PENDING
 
-        await _key_at(app, "a", screen.shown_at + 0.6)
+        _key_at(app, "a", screen.shown_at + 0.6)
         await wait_for(
             pilot,
             lambda: provider.ledger.get(first.proposal_id).status is ProposalStatus.APPROVED,
@@ -124,7 +124,7 @@ async def test_a_key_that_arrived_before_the_proposal_was_shown_decides_nothing(
         )
         second_shown = screen.shown_at
         assert second_shown is not None
-        await _key_at(app, "a", second_shown - 0.05)
+        _key_at(app, "a", second_shown - 0.05)
         await wait_for(pilot, lambda: any("before it was on screen" in note for note in notes))
         assert provider.ledger.get(second.proposal_id).status is ProposalStatus.PENDING
 
@@ -300,14 +300,14 @@ async def test_keys_typed_faster_than_the_screen_draws_go_where_the_user_sent_th
         await wait_for(pilot, lambda: len(inbox.visible_ids()) == 2 and screen.guard is not None)
         # "d" then PageDown in one burst: PageDown scrolls the detail pane, not the inbox.
         now = monotonic()
-        await _key_at(app, "d", now)
-        await _key_at(app, "pagedown", now)
+        _key_at(app, "d", now)
+        _key_at(app, "pagedown", now)
         await wait_for(pilot, lambda: app.focused is screen.query_one("#detail-arguments"))
         await pilot.pause(0.5)  # time for a misrouted PageDown to move the inbox cursor
         assert screen.selected is not None and screen.selected.proposal_id == first.proposal_id
         # "/" then text in one burst: the text filters, its "c" does not open the cancel dialog.
         for key in ("slash", *"crm"):
-            await _key_at(app, key, monotonic())
+            _key_at(app, key, monotonic())
         await wait_for(pilot, lambda: len(inbox.visible_ids()) == 1)
         assert app.screen is screen
         assert provider.ledger.get(first.proposal_id).status is ProposalStatus.PENDING
