@@ -117,7 +117,9 @@ class RecordsServiceMixin(LedgerBase):
 
         Args:
             retention: The policy to apply; this handle's ``trace_retention`` if omitted.
-            limit: At most this many deletions (all that qualify if omitted).
+            limit: At most this many deletions, in one transaction. If omitted, everything that
+                qualifies goes, in transactions of ``retention.batch`` deletions each, so other
+                writers (approvals) wait at most one batch.
 
         Returns:
             How many events were deleted.
@@ -126,8 +128,16 @@ class RecordsServiceMixin(LedgerBase):
         before = None
         if policy.max_age_seconds is not None:
             before = self._now() - timedelta(seconds=policy.max_age_seconds)
-        with self.repository.write(audited=False) as tx:
-            return tx.prune_trace_events(before=before, keep_last=policy.max_events, limit=limit)
+        total = 0
+        while True:
+            step = policy.batch if limit is None else limit
+            with self.repository.write(audited=False) as tx:
+                deleted = tx.prune_trace_events(
+                    before=before, keep_last=policy.max_events, limit=step
+                )
+            total += deleted
+            if limit is not None or deleted < step:
+                return total
 
     def trace_events(
         self,

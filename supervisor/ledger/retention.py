@@ -38,7 +38,7 @@ class TraceRetention(BaseModel):
     )
     max_events: int | None = Field(default=1_000_000, ge=1)
     prune_every: int = Field(default=10_000, ge=0)
-    batch: int = Field(default=50_000, ge=1)
+    batch: int = Field(default=20_000, ge=1)
 
 
 class ExtendLimits(BaseModel):
