@@ -21,7 +21,9 @@ class ContextPolicy(BaseModel):
         denied_tools: Never revealed nor invocable (beats ``allowed_tools``).
         allowed_domains: If set, only tools in one of these domains are revealed or invocable.
         approval_ttl_seconds: How long a proposal stays decidable.
-        max_tool_calls_per_turn: Calls beyond this in one model turn are refused unrun.
+        max_tool_calls_per_turn: Calls beyond this in one model turn are refused unrun, all
+            of them with one refusal, one outcome and one trace event (each id still gets a
+            minimal answer, as the protocol needs).
         max_attempts_per_call: Identical calls (same tool, same arguments) beyond this in one
             run are refused unrun, so a looping model cannot hammer a tool.
         max_model_turns: Model round trips per run before the run stops as ``limit_reached``.

@@ -114,3 +114,41 @@ def review(source: str | None, db_url: str | None) -> None:
 
         target = resolve_url(None)
     open_review(target)
+
+
+@traces.command("prune")
+@click.option(
+    "--older-than", default=None,
+    help="Drop events older than a duration (30m, 2h, 7d) or an ISO-8601 time [default: 30d].",
+)  # fmt: skip
+@click.option(
+    "--max-events", type=click.IntRange(min=1), default=None,
+    help="Keep at most this many of the newest events [default: 1000000].",
+)  # fmt: skip
+@db_option
+def prune(older_than: str | None, max_events: int | None, db_url: str | None) -> None:
+    """Delete trace events past the retention policy; a live proposal's thread keeps its own."""
+    from datetime import UTC, datetime
+
+    from supervisor.analysis.analyzer import parse_since
+    from supervisor.ledger.retention import TraceRetention
+
+    defaults = TraceRetention()
+    max_age = defaults.max_age_seconds
+    if older_than is not None:
+        now = datetime.now(UTC)
+        try:
+            max_age = (now - parse_since(older_than, now=now)).total_seconds()
+        except (ValueError, OverflowError):
+            max_age = None
+        if max_age is None or not 0 < max_age <= 100 * 365 * 86_400:
+            raise click.BadParameter(
+                f"{older_than!r} is not a past time or a positive duration like 30m, 2h or 7d.",
+                param_hint="--older-than",
+            )
+    retention = defaults.model_copy(
+        update={"max_age_seconds": max_age, "max_events": max_events or defaults.max_events}
+    )
+    with open_ledger(db_url) as ledger:
+        pruned = ledger.prune_traces(retention)
+    click.echo(f"pruned {pruned} trace events")

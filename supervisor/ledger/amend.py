@@ -1,7 +1,14 @@
-"""Amending a live proposal: edit (supersede with new arguments) and extend (expiry)."""
+"""Amending a live proposal: edit (supersede with new arguments) and extend (expiry).
+
+An edit never carries a reserved name (``approved``, ``confirm``, ``proposal_id``, any
+``_name``...), whether or not the tool's schema is known. An extension is a positive, finite
+number of seconds and never pushes a proposal's lifetime past ``extend_limits``
+(:class:`~supervisor.ledger.retention.ExtendLimits`, settable per ledger handle).
+"""
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Mapping
 from datetime import timedelta
@@ -9,15 +16,53 @@ from typing import Any
 
 from supervisor.canonical import args_hash as compute_args_hash
 from supervisor.ledger.base import LedgerBase, validated_arguments
-from supervisor.ledger.errors import ApprovalExpired, LedgerError
+from supervisor.ledger.errors import (
+    ApprovalExpired,
+    ExtensionBeyondLimit,
+    ExtensionNotFinite,
+    ExtensionNotPositive,
+    LedgerError,
+    ReservedArgumentEdit,
+)
 from supervisor.ledger.models import ApproverContext, Proposal, ProposalStatus, Via
 from supervisor.ledger.policy import diff_arguments
+from supervisor.ledger.retention import ExtendLimits
 
 _S = ProposalStatus
 
 
+def checked_seconds(proposal_id: str, seconds: object) -> float:
+    """``seconds`` as a positive, finite float.
+
+    Raises:
+        ExtensionNotFinite: Not a real number, or NaN or infinite.
+        ExtensionNotPositive: Zero or negative.
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise ExtensionNotFinite(proposal_id, seconds=seconds)
+    try:
+        value = float(seconds)
+    except OverflowError:  # an int too large for a float
+        raise ExtensionNotFinite(proposal_id, seconds=seconds) from None
+    if not math.isfinite(value):
+        raise ExtensionNotFinite(proposal_id, seconds=seconds)
+    if value <= 0:
+        raise ExtensionNotPositive(proposal_id, seconds=value)
+    return value
+
+
+def _refuse_reserved(proposal_id: str, arguments: Mapping[str, Any]) -> None:
+    from supervisor.tools.policy import is_reserved_name
+
+    reserved = sorted(name for name in arguments if is_reserved_name(name))
+    if reserved:
+        raise ReservedArgumentEdit(proposal_id, names=reserved)
+
+
 class AmendMixin(LedgerBase):
     """``edit`` and ``extend``."""
+
+    extend_limits: ExtendLimits = ExtendLimits()
 
     def edit(
         self,
@@ -41,8 +86,10 @@ class AmendMixin(LedgerBase):
         Raises:
             ProposalNotFound, ApprovalAlreadyDecided, ApprovalExpired, ApproverNotAllowed,
             CanonicalJSONError: As for :meth:`approve`, or the new arguments are not JSON.
+            ReservedArgumentEdit: A top-level argument has a reserved name.
         """
         validated = validated_arguments(new_arguments)
+        _refuse_reserved(proposal_id, validated)
         ctx = self._context(context, via)
         ttl = self.default_ttl_seconds if ttl_seconds is None else ttl_seconds
         expired_error: LedgerError | None = None
@@ -106,16 +153,31 @@ class AmendMixin(LedgerBase):
         *,
         context: ApproverContext | None = None,
         via: Via | None = None,
+        up_to_limit: bool = False,
     ) -> Proposal:
         """Push back the expiry of a pending or approved proposal by ``seconds`` (audited).
 
+        The proposal's lifetime (expiry minus creation) stays within ``extend_limits``
+        (measured against the TTL it was proposed with, from its ``propose`` audit record).
+
+        Args:
+            proposal_id: The proposal.
+            seconds: How far to push the expiry (positive, finite).
+            approver_id: Who extends it.
+            reason: Why (audited).
+            context: The approver's identity context.
+            via: Where the decision came from.
+            up_to_limit: Extend by less than ``seconds`` when only that much is left under
+                the limit (refused only when nothing is left).
+
         Raises:
-            ValueError: ``seconds`` is not positive.
+            ExtensionNotFinite, ExtensionNotPositive: ``seconds`` is NaN, infinite, not a
+                number, zero or negative (also ``ValueError``s).
+            ExtensionBeyondLimit: The new expiry would pass the lifetime limit.
             ProposalNotFound, ApprovalAlreadyDecided, ApproverNotAllowed: As for :meth:`approve`.
             ApprovalExpired: It already expired; an expired proposal is never revived.
         """
-        if seconds <= 0:
-            raise ValueError("seconds must be positive.")
+        seconds = checked_seconds(proposal_id, seconds)
         ctx = self._context(context, via)
         expired_error: LedgerError | None = None
         with self.repository.write() as tx:
@@ -128,6 +190,18 @@ class AmendMixin(LedgerBase):
                 self._expire_in_tx(tx, current, now)
                 expired_error = ApprovalExpired(proposal_id, expires_at=current.expires_at)
             else:
+                original = tx.proposed_expiry(proposal_id) or current.expires_at
+                lifetime = self.extend_limits.max_lifetime(
+                    (original - current.created_at).total_seconds()
+                )
+                latest = current.created_at + timedelta(seconds=lifetime)
+                room = (latest - current.expires_at).total_seconds()
+                if up_to_limit and room > 0:
+                    seconds = min(seconds, room)
+                if seconds > room:
+                    raise ExtensionBeyondLimit(
+                        proposal_id, seconds=seconds, max_expires_at=latest, max_seconds=room
+                    )
                 new_expiry = current.expires_at + timedelta(seconds=seconds)
                 changed = tx.update_proposal(
                     proposal_id,

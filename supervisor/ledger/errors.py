@@ -203,3 +203,81 @@ class LedgerUnavailable(LedgerError):
     """The ledger cannot be reached or written (server down, disk full, read-only file)."""
 
     code = "ledger_unavailable"
+
+
+class InvalidExtension(LedgerError, ValueError):
+    """An ``extend`` that cannot be applied; nothing was changed (subclasses say why)."""
+
+    code = "invalid_extension"
+
+    def __init__(self, proposal_id: str, message: str, *, hint: str, **details: Any) -> None:
+        self.proposal_id = proposal_id
+        super().__init__(message, hint=hint, proposal_id=proposal_id, **details)
+
+
+class ExtensionNotFinite(InvalidExtension):
+    """The extension is not a finite number of seconds (NaN, infinity, not a number)."""
+
+    code = "extension_not_finite"
+
+    def __init__(self, proposal_id: str, *, seconds: object) -> None:
+        super().__init__(
+            proposal_id,
+            f"Cannot extend proposal {proposal_id} by {seconds!r}: not a finite number of seconds.",
+            hint="Give a positive, finite number of seconds.",
+            seconds=repr(seconds),
+        )
+
+
+class ExtensionNotPositive(InvalidExtension):
+    """The extension is zero or negative (an extension never shortens an expiry)."""
+
+    code = "extension_not_positive"
+
+    def __init__(self, proposal_id: str, *, seconds: float) -> None:
+        super().__init__(
+            proposal_id,
+            f"Cannot extend proposal {proposal_id} by {seconds!r} seconds: it must be positive.",
+            hint="Give a positive number of seconds; cancel or reject to end a proposal early.",
+            seconds=seconds,
+        )
+
+
+class ExtensionBeyondLimit(InvalidExtension):
+    """The extension would push the proposal's lifetime past the ledger's extend limit."""
+
+    code = "extension_beyond_limit"
+
+    def __init__(
+        self, proposal_id: str, *, seconds: float, max_expires_at: datetime, max_seconds: float
+    ) -> None:
+        self.max_expires_at = max_expires_at
+        super().__init__(
+            proposal_id,
+            f"Cannot extend proposal {proposal_id} by {seconds!r} seconds: its expiry may move "
+            f"to {_when(max_expires_at)} at the latest ({max(0.0, max_seconds):.0f} seconds "
+            "from its current expiry).",
+            hint="Extend by less, or ask the agent to propose the call again.",
+            seconds=seconds,
+            max_expires_at=max_expires_at.isoformat(),
+            max_seconds=max(0.0, max_seconds),
+        )
+
+
+class ReservedArgumentEdit(LedgerError, ValueError):
+    """Edited arguments use a name reserved for the approval machinery; nothing was changed."""
+
+    code = "reserved_argument"
+
+    def __init__(self, proposal_id: str, *, names: list[str]) -> None:
+        self.proposal_id = proposal_id
+        self.names = names
+        listed = ", ".join(repr(name) for name in names)
+        super().__init__(
+            f"Cannot edit proposal {proposal_id}: {listed} "
+            f"{'is a reserved name' if len(names) == 1 else 'are reserved names'} "
+            "(approval is decided by a human, never by an argument).",
+            hint="Remove the reserved names (approved, confirm, proposal_id, _anything...).",
+            proposal_id=proposal_id,
+            names=names,
+        )

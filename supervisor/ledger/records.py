@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 from supervisor.canonical import normalise, sha256_hex
 from supervisor.ledger.base import LedgerBase
-from supervisor.ledger.errors import BlobCorrupted
+from supervisor.ledger.errors import BlobCorrupted, LedgerError
 from supervisor.ledger.models import (
     AgentRecord,
     Blob,
@@ -17,13 +18,21 @@ from supervisor.ledger.models import (
     ToolRecord,
     TraceEvent,
 )
+from supervisor.ledger.retention import TraceRetention
 
 CHECKPOINT_SCHEMA_VERSION = 1
 PREVIEW_CHARS = 500
 
 
 class RecordsServiceMixin(LedgerBase):
-    """Persistence the runtime and the TUI share besides approvals."""
+    """Persistence the runtime and the TUI share besides approvals.
+
+    ``trace_retention`` (a :class:`~supervisor.ledger.retention.TraceRetention`, settable per
+    ledger handle) bounds the trace; the writer applies it on a cadence.
+    """
+
+    trace_retention: TraceRetention = TraceRetention()
+    _traces_since_prune: int = 0
 
     def save_checkpoint(
         self,
@@ -78,11 +87,57 @@ class RecordsServiceMixin(LedgerBase):
             return tx.latest_checkpoint(agent_id, thread_id)
 
     def append_trace(self, events: Iterable[TraceEvent]) -> int:
-        """Append trace events in one transaction; returns how many were written."""
+        """Append trace events in one transaction; returns how many were written.
+
+        Every ``trace_retention.prune_every`` events appended through this handle, one short
+        pruning pass follows (at most ``trace_retention.batch`` deletions). A pass that fails
+        (the ledger busy, say) is left to the next one: the events were written either way.
+        """
         batch = list(events)
         with self.repository.write(audited=False) as tx:
             tx.insert_trace_events(batch)
+        retention = self.trace_retention
+        self._traces_since_prune += len(batch)
+        if retention.prune_every and self._traces_since_prune >= retention.prune_every:
+            self._traces_since_prune = 0
+            try:
+                self.prune_traces(limit=retention.batch)
+            except LedgerError:
+                pass
         return len(batch)
+
+    def prune_traces(
+        self, retention: TraceRetention | None = None, *, limit: int | None = None
+    ) -> int:
+        """Delete trace events the retention policy no longer keeps.
+
+        Events older than ``max_age_seconds`` or beyond the newest ``max_events`` go, except
+        those of a thread that still has a pending, approved, executing or
+        needs_reconciliation proposal. Age is judged in trace order (ids ascend with time).
+
+        Args:
+            retention: The policy to apply; this handle's ``trace_retention`` if omitted.
+            limit: At most this many deletions, in one transaction. If omitted, everything that
+                qualifies goes, in transactions of ``retention.batch`` deletions each, so other
+                writers (approvals) wait at most one batch.
+
+        Returns:
+            How many events were deleted.
+        """
+        policy = retention or self.trace_retention
+        before = None
+        if policy.max_age_seconds is not None:
+            before = self._now() - timedelta(seconds=policy.max_age_seconds)
+        total = 0
+        while True:
+            step = policy.batch if limit is None else limit
+            with self.repository.write(audited=False) as tx:
+                deleted = tx.prune_trace_events(
+                    before=before, keep_last=policy.max_events, limit=step
+                )
+            total += deleted
+            if limit is not None or deleted < step:
+                return total
 
     def trace_events(
         self,

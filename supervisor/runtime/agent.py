@@ -13,7 +13,7 @@ from supervisor.policies import ContextPolicy
 from supervisor.provider import SQLModelProvider
 from supervisor.runtime import resume as _resume
 from supervisor.runtime.config import AgentConfig, LLMConfig
-from supervisor.runtime.engine import TurnEngine, refusal
+from supervisor.runtime.engine import Refusal, TurnEngine, unknown_tool
 from supervisor.runtime.errors import AgentNotFound, CheckpointTooNew
 from supervisor.runtime.llm import ChatModel, ModelToolCall
 from supervisor.runtime.results import ApprovalResumeResult, RunResult, RunStatus
@@ -102,8 +102,9 @@ class MemAgent:
         fresh_thread = not any(message.get("role") != "system" for message in messages)
         messages.append({"role": "user", "content": query})
         tracer.event("run", outcome_status="started", user_id=user_id, query_chars=len(query))
+        context = self.cache_context(user_id) if self.cache is not None else ""
         if self.cache is not None and fresh_thread:
-            cached = self.cache.lookup(self.agent_id, self.tools_hash(), query)
+            cached = self.cache.lookup(self.agent_id, context, query)
             if cached is not None:
                 return self._finish(self._cached_run(messages, state, tracer, cached))
         result = self.engine.run_loop(messages, state, tracer)
@@ -114,12 +115,33 @@ class MemAgent:
             and result.output is not None
             and self.cache.admissible(result.outcomes, self.tools)
         ):
-            self.cache.store(self.agent_id, self.tools_hash(), query, result.output)
+            self.cache.store(self.agent_id, context, query, result.output)
         return self._finish(result)
 
     def tools_hash(self) -> str:
-        """Hash of every tool contract this agent has (the cache's invalidation key)."""
+        """Hash of every tool contract this agent has (part of the cache's key)."""
         return canonical_hash(sorted(tool.schema_hash for tool in self.tools))
+
+    def cache_context(self, user_id: str | None) -> str:
+        """Hash of everything besides the query that shapes this agent's answer for a user.
+
+        Tool contracts, the user, the tools in that user's scope (toolbox handles and in-scope
+        registry tools), the instructions, the model configuration and the context policy.
+        """
+        from supervisor.runtime.cache import answer_context
+
+        policy = self.config.context_policy
+        scope = [tool.name for tool in self.tools if self._in_scope(tool)]
+        if self.toolbox is not None:
+            scope.extend(self.toolbox.scope(policy, user_id))
+        config = {
+            "instructions": self.config.instructions,
+            "llm": self.config.llm,
+            "context_policy": policy.model_dump(mode="json"),
+        }
+        return answer_context(
+            tools_hash=self.tools_hash(), user_id=user_id, scope=scope, config=config
+        )
 
     def _cached_run(
         self, messages: list[dict[str, Any]], state: RunState, tracer: RunTracer, answer: str
@@ -203,22 +225,26 @@ class MemAgent:
 
     def resolve_call(
         self, call: ModelToolCall, state: RunState, tracer: RunTracer
-    ) -> str | tuple[AnyTool, str]:
-        """The tool and arguments a model call names, or the refusal text to answer with."""
+    ) -> Refusal | str | tuple[AnyTool, str]:
+        """The tool and arguments a model call names, a meta-tool's answer text, or a refusal.
+
+        A tool outside the caller's scope is refused exactly like a tool that does not exist,
+        so the model cannot probe which tools other users or agents have.
+        """
         if self.toolbox is not None:
-            resolved: str | tuple[AnyTool, str] | None = self.toolbox_call(call, state)
+            resolved: Refusal | str | tuple[AnyTool, str] | None = self.toolbox_call(call, state)
             if resolved is not None:
                 return resolved
         if call.name not in self.tools:
-            return refusal("unknown_tool", f"There is no tool named {call.name!r}.")
+            return unknown_tool(call.name)
         tool = self.tools.get(call.name)
         if not self._in_scope(tool):
-            return refusal("tool_out_of_scope", f"{call.name} is not available to this agent.")
+            return unknown_tool(call.name, "tool_out_of_scope")
         return tool, call.arguments
 
     def toolbox_call(
         self, call: ModelToolCall, state: RunState
-    ) -> str | tuple[AnyTool, str] | None:
+    ) -> Refusal | str | tuple[AnyTool, str] | None:
         """Handle the toolbox's meta-tools; ``None`` for any other call."""
         from supervisor.runtime.toolbox_calls import handle_meta_call
 

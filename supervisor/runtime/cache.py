@@ -6,10 +6,17 @@ any approval, and any other outcome (``degraded``, ``fallback``, ``provider_erro
 decisions) bypass admission for that run, so a degraded or failed provider response is never
 replayed later as though it were a clean primary-provider success.
 
+A call refused before it ran (unknown or out-of-scope tool, a limit, invalid arguments) records
+an ``error`` outcome, so a run that only "answered" after a refusal is never admitted.
+
 Lookup: the key is the agent, the normalised query (Unicode NFKC, case-folded, whitespace
-collapsed, trailing punctuation dropped) and a hash of the agent's tool contracts, so changing a
-tool invalidates its cached answers. With an embedder, a near-identical query (cosine similarity
-at or above the threshold) also hits. Hits are traced.
+collapsed, trailing punctuation dropped) and the answer context (:func:`answer_context`): the
+agent's tool contracts, the user, the tools that user's scope reaches, the instructions, the
+model configuration and the context policy. Changing any of them misses; an answer built for
+one user (with that user's scoped tools) is never served to another user. The context hash is
+stored in the ``tools_hash`` column, and similarity lookups compare only entries of the same
+agent and context. With an embedder, a near-identical query (cosine similarity at or above the
+threshold) also hits. Hits are traced.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -43,6 +50,26 @@ def normalise_query(query: str) -> str:
     """The cache's view of a query (see the module docstring)."""
     text = unicodedata.normalize("NFKC", query).casefold()
     return _SPACE.sub(" ", text).strip().rstrip("?!.").strip()
+
+
+def answer_context(
+    *,
+    tools_hash: str,
+    user_id: str | None,
+    scope: Iterable[str],
+    config: Mapping[str, Any],
+) -> str:
+    """The hash of everything besides the query that shapes an answer.
+
+    Args:
+        tools_hash: Hash of the agent's tool contracts.
+        user_id: On whose behalf the agent acts (``None``: no user).
+        scope: The names or handles of the tools the user's scope reaches.
+        config: The rest of the agent's answer-shaping configuration (JSON data).
+    """
+    return canonical_hash(
+        {"tools": tools_hash, "user": user_id, "scope": sorted(scope), "config": dict(config)}
+    )
 
 
 def _cosine(left: Sequence[float], right: Sequence[float]) -> float:
@@ -75,9 +102,9 @@ class SemanticCache:
         self.scan_limit = scan_limit
 
     @staticmethod
-    def key(agent_id: str, tools_hash: str, query: str) -> str:
-        """The entry key for a query."""
-        return canonical_hash([agent_id, tools_hash, normalise_query(query)])
+    def key(agent_id: str, context_hash: str, query: str) -> str:
+        """The entry key for a query in an answer context (see :func:`answer_context`)."""
+        return canonical_hash([agent_id, context_hash, normalise_query(query)])
 
     @staticmethod
     def admissible(outcomes: Iterable[dict[str, Any]], tools: Iterable[Any]) -> bool:
@@ -91,14 +118,14 @@ class SemanticCache:
                 return False
         return True
 
-    def lookup(self, agent_id: str, tools_hash: str, query: str) -> str | None:
-        """The cached answer for ``query``, or None; a hit is counted."""
-        key = self.key(agent_id, tools_hash, query)
+    def lookup(self, agent_id: str, context_hash: str, query: str) -> str | None:
+        """The cached answer for ``query`` in that answer context, or None; a hit is counted."""
+        key = self.key(agent_id, context_hash, query)
         now = self.ledger.clock.now()
         with self.ledger.repository.write(audited=False) as tx:
             row = tx.session.get(SemanticCacheRow, key)
             if row is None and self.embedder is not None:
-                row = self._similar(tx.session, agent_id, tools_hash, query)
+                row = self._similar(tx.session, agent_id, context_hash, query)
             if row is None:
                 return None
             row.hits += 1
@@ -107,14 +134,14 @@ class SemanticCache:
             return row.answer
 
     def _similar(
-        self, session: Any, agent_id: str, tools_hash: str, query: str
+        self, session: Any, agent_id: str, context_hash: str, query: str
     ) -> SemanticCacheRow | None:
         assert self.embedder is not None
         (vector,) = self.embedder.embed([normalise_query(query)])
         statement = (
             select(SemanticCacheRow)
             .where(SemanticCacheRow.agent_id == agent_id)
-            .where(SemanticCacheRow.tools_hash == tools_hash)
+            .where(SemanticCacheRow.tools_hash == context_hash)
             .where(col(SemanticCacheRow.embedding_json).is_not(None))
             .order_by(sa.desc(col(SemanticCacheRow.created_at)))
             .limit(self.scan_limit)
@@ -126,8 +153,8 @@ class SemanticCache:
                 best = (score, row)
         return None if best is None else best[1]
 
-    def store(self, agent_id: str, tools_hash: str, query: str, answer: str) -> None:
-        """Cache ``answer`` (callers check :meth:`admissible` first)."""
+    def store(self, agent_id: str, context_hash: str, query: str, answer: str) -> None:
+        """Cache ``answer`` for that answer context (callers check :meth:`admissible` first)."""
         normalised = normalise_query(query)
         embedding = None
         if self.embedder is not None:
@@ -135,12 +162,12 @@ class SemanticCache:
         now: datetime = self.ledger.clock.now()
         # The write lock serialises concurrent stores of the same key on both engines.
         with self.ledger.repository.write() as tx:
-            key = self.key(agent_id, tools_hash, query)
+            key = self.key(agent_id, context_hash, query)
             if tx.session.get(SemanticCacheRow, key) is not None:
                 return
             tx.session.add(
                 SemanticCacheRow(
-                    key=key, agent_id=agent_id, tools_hash=tools_hash, query_norm=normalised,
+                    key=key, agent_id=agent_id, tools_hash=context_hash, query_norm=normalised,
                     answer=answer, embedding_json=embedding, hits=0, created_at=now,
                 )
             )  # fmt: skip

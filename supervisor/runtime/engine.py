@@ -1,17 +1,21 @@
 """The tool-call loop: ask the model, run or propose each call, pause or go on.
 
-One model turn may hold several tool calls. Calls that need no approval run; each call that
-needs approval becomes its own proposal keyed by its call id (never by position); the run
-pauses once with every pending proposal, and the history keeps the model's order.
+One model turn may hold several tool calls. Their ids are made unique first and calls over the
+per-turn cap collapse into one refusal (:mod:`supervisor.runtime.intake`). Calls that need no
+approval run; each call that needs approval becomes its own proposal keyed by its call id
+(never by position); the run pauses once with every pending proposal, and the history keeps the
+model's order. Every call that is refused unrun records an ``error`` outcome with its code.
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from supervisor.canonical import canonical_hash
 from supervisor.runtime.errors import ModelUnavailable
+from supervisor.runtime.intake import OVER_CAP_ANSWER, over_cap_message, unique_call_ids
 from supervisor.runtime.llm import AssistantTurn, ModelToolCall, json_text, tool_message
 from supervisor.runtime.results import RunResult, RunStatus
 from supervisor.runtime.state import PendingCall, RunState
@@ -48,6 +52,33 @@ def refusal(code: str, message: str) -> str:
     return json_text({"error": {"code": code, "message": message}})
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A call refused before it reached a tool: what the model is told, and why.
+
+    Attributes:
+        code: The code the model sees.
+        message: The sentence the model sees.
+        reason_code: The outcome's reason code for the host (traces, ``last_tool_outcomes``);
+            it may be more precise than ``code``, e.g. ``tool_out_of_scope`` where the model
+            is told ``unknown_tool`` so it learns nothing about tools it may not call.
+    """
+
+    code: str
+    message: str
+    reason_code: str = ""
+
+    @property
+    def content(self) -> str:
+        """The tool message content."""
+        return refusal(self.code, self.message)
+
+
+def unknown_tool(name: str, reason_code: str = "unknown_tool") -> Refusal:
+    """The answer to a call of a tool the caller may not see, whether or not it exists."""
+    return Refusal("unknown_tool", f"There is no tool named {name!r}.", reason_code)
+
+
 class TurnEngine:
     """Runs model turns for one agent until the run completes, pauses, fails or hits a limit."""
 
@@ -72,9 +103,13 @@ class TurnEngine:
             state.turns += 1
             for key, value in turn.usage.items():
                 state.usage[key] = state.usage.get(key, 0) + value
+            turn, renamed = unique_call_ids(turn)
+            cap = policy.max_tool_calls_per_turn
             tracer.event(
                 "model_call",
-                tool_calls=[call.name for call in turn.tool_calls],
+                tool_calls=[call.name for call in turn.tool_calls[:cap]],
+                tool_call_count=len(turn.tool_calls),
+                rekeyed_call_ids=len(renamed),
                 usage=turn.usage,
             )
             messages.append(turn.as_message())
@@ -84,7 +119,7 @@ class TurnEngine:
                 tracer.event("run", outcome_status="completed", turns=state.turns)
                 tracer.flush()
                 return agent.run_result("completed", tracer, state, output=turn.content)
-            pending = self.process_calls(turn, state, tracer)
+            pending = self.process_calls(turn, state, tracer, renamed)
             if pending:
                 return self._pause(messages, state, tracer, pending)
             messages.extend(
@@ -156,23 +191,32 @@ class TurnEngine:
         return agent.run_result("awaiting_approval", tracer, state, proposals=proposals)
 
     def process_calls(
-        self, turn: AssistantTurn, state: RunState, tracer: RunTracer
-    ) -> list[tuple[PendingCall, AnyTool, dict[str, Any]]]:
-        """Answer or propose every call of one model turn, in the model's order."""
+        self, turn: AssistantTurn, state: RunState, tracer: RunTracer,
+        renamed: dict[str, str] | None = None,
+    ) -> list[tuple[PendingCall, AnyTool, dict[str, Any]]]:  # fmt: skip
+        """Answer or propose every call of one model turn, in the model's order.
+
+        ``renamed`` maps re-keyed call ids to the ids the model sent (traced beside them).
+        """
         agent = self.agent
         policy = agent.config.context_policy
+        cap = policy.max_tool_calls_per_turn
         state.call_order = [call.call_id for call in turn.tool_calls]
         state.answered = {}
         pending: list[tuple[PendingCall, AnyTool, dict[str, Any]]] = []
-        for index, call in enumerate(turn.tool_calls):
-            tracer.event("tool_call", tool=call.name, call_id=call.call_id)
-            if index >= policy.max_tool_calls_per_turn:
-                self._answer_refusal(
-                    state, tracer, call, "tool_call_limit",
-                    f"At most {policy.max_tool_calls_per_turn} tool calls run per turn.",
+        renamed = renamed or {}
+        for call in turn.tool_calls[:cap]:
+            if call.call_id in renamed:
+                tracer.event(
+                    "tool_call", tool=call.name, call_id=call.call_id,
+                    model_call_id=renamed[call.call_id],
                 )  # fmt: skip
-                continue
+            else:
+                tracer.event("tool_call", tool=call.name, call_id=call.call_id)
             resolved = agent.resolve_call(call, state, tracer)
+            if isinstance(resolved, Refusal):
+                self._answer_refusal(state, tracer, call, resolved)
+                continue
             if isinstance(resolved, str):
                 state.answered[call.call_id] = resolved
                 continue
@@ -185,11 +229,11 @@ class TurnEngine:
             key = canonical_hash({"tool": tool.name, "arguments": prepared.arguments})
             state.attempts[key] = state.attempts.get(key, 0) + 1
             if state.attempts[key] > policy.max_attempts_per_call:
-                self._answer_refusal(
-                    state, tracer, call, "attempt_limit",
+                self._answer_refusal(state, tracer, call, Refusal(
+                    "attempt_limit",
                     f"This exact call was already made {policy.max_attempts_per_call} times "
                     "in this run; change the arguments or answer without it.",
-                )  # fmt: skip
+                ))  # fmt: skip
                 continue
             if tool.policy.requires_approval:
                 pending_call = PendingCall(
@@ -203,7 +247,25 @@ class TurnEngine:
                 continue
             result = tool.execute(prepared)
             self._answer_result(state, tracer, call.call_id, tool.name, result)
+        if len(turn.tool_calls) > cap:
+            self._answer_over_cap(state, tracer, turn.tool_calls[cap:], cap)
         return pending
+
+    def _answer_over_cap(
+        self, state: RunState, tracer: RunTracer, over: tuple[ModelToolCall, ...], cap: int
+    ) -> None:
+        """One refusal, one outcome and one trace event for every call over the cap."""
+        first = over[0]
+        state.answered[first.call_id] = refusal("tool_call_limit", over_cap_message(cap, len(over)))
+        state.answered.update((call.call_id, OVER_CAP_ANSWER) for call in over[1:])
+        record = outcome_record(first.name, first.call_id, {"status": "error",
+                                "reason_code": "tool_call_limit"})  # fmt: skip
+        record["refused_calls"] = len(over)
+        state.outcomes.append(record)
+        tracer.event(
+            "tool_result", tool=first.name, outcome_status="error", reason_code="tool_call_limit",
+            call_id=first.call_id, last_call_id=over[-1].call_id, refused_calls=len(over),
+        )  # fmt: skip
 
     def _answer_result(
         self, state: RunState, tracer: RunTracer, call_id: str, tool_name: str,
@@ -226,13 +288,15 @@ class TurnEngine:
         )
 
     def _answer_refusal(
-        self, state: RunState, tracer: RunTracer, call: ModelToolCall, code: str, message: str
+        self, state: RunState, tracer: RunTracer, call: ModelToolCall, refused: Refusal
     ) -> None:
-        state.answered[call.call_id] = refusal(code, message)
-        evidence = {"status": "error", "reason_code": code}
+        """Answer a call refused unrun; its ``error`` outcome keeps it out of the cache."""
+        state.answered[call.call_id] = refused.content
+        reason = refused.reason_code or refused.code
+        evidence = {"status": "error", "reason_code": reason}
         state.outcomes.append(outcome_record(call.name, call.call_id, evidence))
         tracer.event(
-            "tool_result", tool=call.name, outcome_status="error", reason_code=code,
+            "tool_result", tool=call.name, outcome_status="error", reason_code=reason,
             call_id=call.call_id,
         )  # fmt: skip
 

@@ -358,12 +358,24 @@ class ApprovalsService:
         return self.ledger.cancel(proposal_id, self.identity.approver_id, reason, **self._kwargs())
 
     def extend(self, proposal_id: str, seconds: float | None = None) -> Proposal:
-        """Push back a live proposal's expiry by ``seconds`` (default from the settings)."""
+        """Push back a live proposal's expiry by ``seconds``.
+
+        Without ``seconds`` the settings' ``extend_seconds`` applies, shortened to what the
+        ledger's lifetime limit still allows; an explicit ``seconds`` is applied exactly or
+        refused.
+
+        Raises:
+            InvalidExtension: ``seconds`` is not a positive, finite number, or passes the
+                limit (``extension_beyond_limit``; also with the default once the limit is
+                reached).
+            ApprovalAlreadyDecided, ApprovalExpired, ProposalNotFound, ApproverNotAllowed.
+        """
         return self.ledger.extend(
             proposal_id,
-            seconds or self.settings.extend_seconds,
+            self.settings.extend_seconds if seconds is None else seconds,
             self.identity.approver_id,
             "extended from the supervisor",
+            up_to_limit=seconds is None,
             **self._kwargs(),
         )
 

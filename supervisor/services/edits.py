@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from supervisor.errors import SupervisorError
+from supervisor.tools.policy import is_reserved_name
 
 
 class InvalidEdit(SupervisorError):
@@ -18,6 +19,9 @@ class InvalidEdit(SupervisorError):
 def parse_edited_arguments(text: str, schema: dict[str, Any] | None) -> dict[str, Any]:
     """Parse an edited argument set and check it against the tool's JSON Schema when known.
 
+    Reserved names (``approved``, ``confirm``, ``proposal_id``, any ``_name``...) are refused
+    whether or not a schema is known; the ledger refuses them again on ``edit``.
+
     Args:
         text: The editor's content.
         schema: The tool's parameters schema from the tool registry, or ``None``.
@@ -26,7 +30,8 @@ def parse_edited_arguments(text: str, schema: dict[str, Any] | None) -> dict[str
         The arguments as a JSON object.
 
     Raises:
-        InvalidEdit: Not JSON, not an object, or rejected by the schema (the message says where).
+        InvalidEdit: Not JSON, not an object, a reserved name, or rejected by the schema (the
+            message says where).
     """
     try:
         value = json.loads(text)
@@ -37,6 +42,13 @@ def parse_edited_arguments(text: str, schema: dict[str, Any] | None) -> dict[str
         ) from error
     if not isinstance(value, dict):
         raise InvalidEdit("Arguments must be a JSON object.", hint="Wrap them in { ... }.")
+    reserved = sorted(name for name in value if is_reserved_name(name))
+    if reserved:
+        raise InvalidEdit(
+            f"{', '.join(repr(name) for name in reserved)}: reserved for the approval "
+            "machinery, never an argument.",
+            hint="Remove the reserved names (approved, confirm, proposal_id, _anything...).",
+        )
     if schema:
         _check_schema(value, schema)
     return value

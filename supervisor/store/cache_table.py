@@ -11,7 +11,11 @@ from supervisor.store.tables import UTCDateTime
 
 
 class SemanticCacheRow(SQLModel, table=True):
-    """One cached answer: keyed by agent, normalised query and the agent's tool contracts."""
+    """One cached answer: keyed by agent, normalised query and the answer context.
+
+    ``tools_hash`` holds the answer-context hash (tool contracts, user, the user's tool scope,
+    instructions, model and context policy; see ``supervisor.runtime.cache.answer_context``).
+    """
 
     __tablename__ = "semantic_cache"
     __table_args__ = (sa.Index("ix_semantic_cache_agent", "agent_id", "created_at"),)

@@ -28,6 +28,7 @@ from supervisor.store.convert import (
     tool_from_row,
     trace_from_row,
 )
+from supervisor.store.limits import LimitsMixin
 from supervisor.store.tables import (
     AgentRow,
     BlobRow,
@@ -41,7 +42,7 @@ _TRACE = SQLModel.metadata.tables[TraceEventRow.__tablename__]
 _BLOB = SQLModel.metadata.tables[BlobRow.__tablename__]
 
 
-class RecordsMixin:
+class RecordsMixin(LimitsMixin):
     """Checkpoint, trace, blob, tool, agent and process persistence."""
 
     session: Session

@@ -305,6 +305,15 @@ class Toolbox:
         self._scope_cache[key] = allowed
         return allowed
 
+    def scope(self, policy: ContextPolicy, user_id: str | None = None) -> tuple[str, ...]:
+        """The handles a caller with this policy and user may use, sorted.
+
+        Everything the model can reach through this toolbox for that caller; the semantic
+        cache keys answers by it, so an answer is never replayed to a caller with another scope.
+        """
+        allowed = self._allowed(policy, user_id)
+        return tuple(sorted(self._by_handle if allowed is None else allowed))
+
     # ranking ------------------------------------------------------------------------------
     def rank(
         self, query: str, policy: ContextPolicy, *, limit: int, user_id: str | None = None

@@ -129,7 +129,10 @@ def test_out_of_scope_tools_are_never_revealed_nor_invocable(provider: SQLModelP
         assert result.status == "completed"
         assert "create_customer" not in model.requests[0].tool_names
         answers = [m["content"] for m in model.requests[1].messages if m["role"] == "tool"]
-    assert json.loads(answers[0])["error"]["code"] == "tool_out_of_scope"
-    assert json.loads(answers[1])["error"]["code"] == "tool_out_of_scope"
+    # Out of scope is answered as if the tool did not exist; the host's outcome says why.
+    assert json.loads(answers[0])["error"]["code"] == "unknown_tool_handle"
+    assert json.loads(answers[0])["error"]["message"] == f"No tool has the handle {crm_handle!r}."
+    assert json.loads(answers[1])["error"]["code"] == "unknown_tool"
+    assert [o["reason_code"] for o in result.outcomes] == ["tool_out_of_scope"] * 2
     assert "create_customer" not in answers[2]
     assert provider.ledger.list(status="pending").items == ()
