@@ -3,8 +3,8 @@
 Inside: read-only ``/usr`` (and the ``/bin``, ``/lib``, ``/lib64`` links), a few ``/etc`` files
 the dynamic loader needs, fresh ``/proc`` and ``/dev``, a private ``/tmp``, and a private work
 directory at ``/work`` (``/work/out`` is returned). No network, no host home, no capabilities,
-uid/gid 65534, a new session, killed with its parent. See docs/sandbox.md for what this does
-and does not isolate.
+no nested user namespaces, a seccomp filter (:mod:`sandboxes.seccomp`), uid/gid 65534, a new
+session, killed with its parent. See docs/sandbox.md for what this does and does not isolate.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sandboxes import seccomp
 from sandboxes.base import OUT_DIR, RawRun, RunContext, Sandbox
 from sandboxes.capture import CappedBuffer, collect_files
 from sandboxes.cgroup import PidsCgroup
 from sandboxes.events import RunLedger, RunSink
-from sandboxes.isolation import drop_to, find_bwrap, require_isolation
+from sandboxes.isolation import NO_NESTED_USERNS, drop_to, find_bwrap, require_isolation
 from sandboxes.models import KillReason, Limits, RunRequest
 from sandboxes.proctree import terminate_run
 
@@ -37,10 +38,15 @@ INTERPRETER = {"python": ("/usr/bin/python3", "-I", "-B"), "bash": ("/bin/bash",
 KILL_GRACE_SECONDS = 2.0
 
 
-def bwrap_argv(bwrap: str, workdir: Path, request: RunRequest) -> list[str]:
-    """The bubblewrap command line for one run (isolation flags first, then the command)."""
+def bwrap_argv(bwrap: str, workdir: Path, request: RunRequest, seccomp_fd: int) -> list[str]:
+    """The bubblewrap command line for one run (isolation flags first, then the command).
+
+    ``seccomp_fd`` holds the compiled filter (:func:`sandboxes.seccomp.filter_fd`); the caller
+    passes it to bwrap with ``pass_fds``.
+    """
     argv = [
         bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+        *NO_NESTED_USERNS, "--seccomp", str(seccomp_fd),
         "--die-with-parent", "--new-session", "--cap-drop", "ALL",
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
@@ -152,11 +158,13 @@ class BubblewrapSandbox(Sandbox):
         stdout = CappedBuffer(request.limits.output_cap_bytes)
         stderr = CappedBuffer(request.limits.output_cap_bytes)
         extra: dict[str, Any] = {"user": ids[0], "group": ids[1], "extra_groups": []} if ids else {}
-        process = subprocess.Popen(
-            bwrap_argv(bwrap, workdir, request), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/", env={"PATH": SANDBOX_PATH},
-            start_new_session=True, close_fds=True, preexec_fn=preexec, **extra,
-        )  # fmt: skip
+        with seccomp.filter_fd() as seccomp_fd:
+            process = subprocess.Popen(
+                bwrap_argv(bwrap, workdir, request, seccomp_fd), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/",
+                env={"PATH": SANDBOX_PATH}, start_new_session=True, close_fds=True,
+                pass_fds=(seccomp_fd,), preexec_fn=preexec, **extra,
+            )  # fmt: skip
         try:
             context.report_started(process.pid, cgroup_pids=cgroup.path is not None)
             timed_out, cancelled = self._pump(process, context, stdout, stderr)
