@@ -26,7 +26,7 @@ from sandboxes.capture import CappedBuffer, collect_files
 from sandboxes.cgroup import PidsCgroup
 from sandboxes.events import RunLedger, RunSink
 from sandboxes.isolation import NO_NESTED_USERNS, drop_to, find_bwrap, require_isolation
-from sandboxes.models import KillReason, Limits, RunRequest
+from sandboxes.models import KillReason, Limits, RunRequest, safe_relative_path
 from sandboxes.proctree import terminate_run
 
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/alternatives")
@@ -133,7 +133,7 @@ class BubblewrapSandbox(Sandbox):
             files[SCRIPT_NAME[request.language]] = request.code
         (workdir / OUT_DIR).mkdir()
         for name, content in files.items():
-            target = workdir / name
+            target = workdir / safe_relative_path(name)
             target.parent.mkdir(parents=True, exist_ok=True)
             data = content.encode("utf-8") if isinstance(content, str) else content
             target.write_bytes(data)

@@ -148,3 +148,26 @@ def test_doctor_and_exec_fail_closed_when_bwrap_cannot_apply_the_hardening(
     assert run.returncode == 2 and run.stdout == ""
     assert "error [sandbox_unavailable]" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_doctor_with_a_path_instead_of_a_url_is_a_typed_error(tmp_path: Path) -> None:
+    assert SUPERVISOR is not None
+    target = tmp_path / "nowhere" / "ledger.db"
+    done = subprocess.run([SUPERVISOR, "doctor", "--db", str(target)], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith("error [invalid_ledger_url]: ")
+    assert f"--db sqlite:///{target}" in done.stderr  # says what to type instead
+    assert "Traceback" not in done.stderr
+    assert not target.parent.exists()  # nothing written
+
+
+def test_doctor_does_not_create_a_missing_ledger(tmp_path: Path) -> None:
+    assert SUPERVISOR is not None
+    target = tmp_path / "nowhere" / "ledger.db"
+    done = subprocess.run([SUPERVISOR, "doctor", "--db", f"sqlite:///{target}"],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "WARN ledger" in done.stdout and "no ledger there" in done.stdout
+    assert not target.parent.exists()
