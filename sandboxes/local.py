@@ -12,15 +12,13 @@ from __future__ import annotations
 import os
 import resource
 import selectors
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from sandboxes import seccomp
+from sandboxes import seccomp, workdirs
 from sandboxes.base import OUT_DIR, RawRun, RunContext, Sandbox
 from sandboxes.capture import CappedBuffer, collect_files
 from sandboxes.cgroup import PidsCgroup
@@ -88,7 +86,8 @@ class BubblewrapSandbox(Sandbox):
     Args:
         ledger: Where runs are recorded; optional.
         sinks: More event sinks.
-        base_dir: Where per-run work directories are made (default: the system temp dir).
+        base_dir: Where per-run work directories are made (default: the system temp dir);
+            every run first removes the ones dead runs left there (:func:`workdirs.sweep`).
     """
 
     name = "local"
@@ -119,13 +118,15 @@ class BubblewrapSandbox(Sandbox):
     def execute(self, context: RunContext) -> RawRun:
         """Run the request in a fresh work directory, then delete it."""
         bwrap = self._verified_bwrap or require_isolation()
-        workdir = Path(tempfile.mkdtemp(prefix="supervisor-sandbox-", dir=self.base_dir))
+        workdirs.sweep(self.base_dir)
         ids = drop_to()
+        top = workdirs.create(self.base_dir, context.run_id, context.process_id, ids)
         try:
+            workdir = top / workdirs.WORK
             self._prepare(workdir, context.request, ids)
             return self._spawn(bwrap, workdir, context, ids)
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            workdirs.remove(top)
 
     def _prepare(self, workdir: Path, request: RunRequest, ids: tuple[int, int] | None) -> None:
         files: dict[str, bytes | str] = dict(request.files)
@@ -209,7 +210,6 @@ class BubblewrapSandbox(Sandbox):
                         key.data.write(chunk)
                     else:
                         selector.unregister(key.fileobj)
-                context.heartbeat()
         while process.poll() is None:
             if time.monotonic() > deadline and not timed_out:
                 timed_out = True

@@ -1,6 +1,8 @@
 """``supervisor doctor``: can this machine isolate code, and is the ledger reachable?
 
-It never creates a ledger: a missing one is reported.
+Doctor also tidies what dead runs left behind: live process rows whose heartbeat stopped are
+marked ``lost`` and sandbox work directories whose owner is gone are removed (the same steps
+every sandbox run takes first). It never creates a ledger: a missing one is reported.
 """
 
 from __future__ import annotations
@@ -23,9 +25,13 @@ def doctor(db_url: str | None) -> None:
     sandbox cannot run (it then refuses every run rather than run code unconfined).
     """
     url = _checked_url(db_url)  # before anything is probed or written
-    from sandboxes.isolation import cgroup_check, chromium_check, isolation_checks
+    from sandboxes import workdirs
+    from sandboxes.isolation import Check, cgroup_check, chromium_check, isolation_checks
 
     checks: list[Check] = [*isolation_checks(), cgroup_check(), chromium_check(), *_ledger(url)]
+    removed = workdirs.sweep()
+    detail = f"removed {len(removed)} left by dead runs" if removed else "none left by dead runs"
+    checks.append(Check("sandbox workdirs", True, detail, required=False))
     for check in checks:
         mark = "OK  " if check.ok else ("FAIL" if check.required else "WARN")
         click.echo(f"{mark} {check.name:<18} {check.detail}")
@@ -79,8 +85,12 @@ def _ledger(url: str) -> list[Check]:
         return [Check("ledger", False, f"{shown}: {exc}"[:300], fix, required=False)]
     try:
         provider.ledger.list_processes()
+        lost = provider.ledger.mark_lost_processes()
     except Exception as exc:  # the check reports any failure to open, whatever its type
         return [Check("ledger", False, f"{shown}: {exc}"[:300], fix, required=False)]
     finally:
         provider.close()
-    return [Check("ledger", True, shown)]
+    stale = (
+        f"marked {len(lost)} lost (heartbeat stopped)" if lost else "none with a stopped heartbeat"
+    )
+    return [Check("ledger", True, shown), Check("stale processes", True, stale, required=False)]

@@ -233,6 +233,31 @@ class RecordsMixin:
         self.session.flush()
         return process_from_row(row)
 
+    def mark_lost_processes(
+        self, live_statuses: Sequence[str], stale_before: datetime
+    ) -> list[ProcessRecord]:
+        """Set ``lost`` on live rows whose heartbeat is older than ``stale_before``.
+
+        Each row changes by one conditional UPDATE (still live, still stale), so a heartbeat
+        that lands first keeps its row.
+        """
+        table = SQLModel.metadata.tables[ProcessRow.__tablename__]
+        stale = sa.and_(
+            table.c.status.in_(list(live_statuses)), table.c.heartbeat_at < stale_before
+        )
+        connection = self.session.connection()
+        candidates = [row.id for row in connection.execute(sa.select(table.c.id).where(stale))]
+        lost: list[ProcessRecord] = []
+        for process_id in candidates:
+            marked = connection.execute(
+                sa.update(table).where(table.c.id == process_id, stale).values(status="lost")
+            )
+            if marked.rowcount == 1:
+                row = self.session.get(ProcessRow, process_id, populate_existing=True)
+                if row is not None:
+                    lost.append(process_from_row(row))
+        return lost
+
     def processes(self, status: str | None = None) -> list[ProcessRecord]:
         """Supervised processes, optionally in one status, newest first."""
         query = select(ProcessRow)
