@@ -70,6 +70,7 @@ def _ledger(url: str) -> list[Check]:
     from sqlalchemy import make_url
 
     from sandboxes.isolation import Check
+    from supervisor.ledger.errors import LedgerError
     from supervisor.provider import SQLModelProvider
     from supervisor.store.engine import sqlite_path
 
@@ -85,9 +86,15 @@ def _ledger(url: str) -> list[Check]:
         return [Check("ledger", False, f"{shown}: {exc}"[:300], fix, required=False)]
     try:
         provider.ledger.list_processes()
-        lost = provider.ledger.mark_lost_processes()
     except Exception as exc:  # the check reports any failure to open, whatever its type
+        provider.close()
         return [Check("ledger", False, f"{shown}: {exc}"[:300], fix, required=False)]
+    try:
+        lost = provider.ledger.mark_lost_processes()
+    except LedgerError as exc:  # e.g. a read-only ledger: it can still be checked
+        return [Check("ledger", True, shown),
+                Check("stale processes", False, f"not marked: {exc.message}"[:300],
+                      "Run doctor where the ledger is writable.", required=False)]  # fmt: skip
     finally:
         provider.close()
     stale = (

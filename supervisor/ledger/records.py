@@ -194,8 +194,12 @@ class RecordsServiceMixin(LedgerBase):
             The rows marked now.
         """
         stale_before = (now or self._now()) - timedelta(seconds=LOST_AFTER_SECONDS)
+        with self.repository.read() as tx:  # the common case writes nothing, takes no lock
+            stale = tx.stale_processes(LIVE_PROCESS_STATUSES, stale_before)
+        if not stale:
+            return []
         with self.repository.write() as tx:
-            return tx.mark_lost_processes(LIVE_PROCESS_STATUSES, stale_before)
+            return tx.mark_lost_processes(stale, LIVE_PROCESS_STATUSES, stale_before)
 
     def list_processes(self, status: str | None = None) -> list[ProcessRecord]:
         """Supervised processes, newest first."""

@@ -233,22 +233,29 @@ class RecordsMixin:
         self.session.flush()
         return process_from_row(row)
 
-    def mark_lost_processes(
-        self, live_statuses: Sequence[str], stale_before: datetime
-    ) -> list[ProcessRecord]:
-        """Set ``lost`` on live rows whose heartbeat is older than ``stale_before``.
+    def stale_processes(self, live_statuses: Sequence[str], stale_before: datetime) -> list[str]:
+        """Ids of live rows whose heartbeat is older than ``stale_before``."""
+        query = select(ProcessRow.id).where(
+            col(ProcessRow.status).in_(list(live_statuses)),
+            col(ProcessRow.heartbeat_at) < stale_before,
+        )
+        return list(self.session.exec(query).all())
 
-        Each row changes by one conditional UPDATE (still live, still stale), so a heartbeat
-        that lands first keeps its row.
+    def mark_lost_processes(
+        self, process_ids: Sequence[str], live_statuses: Sequence[str], stale_before: datetime
+    ) -> list[ProcessRecord]:
+        """Set ``lost`` on those rows that are still live and stale.
+
+        Each row changes by one conditional UPDATE, so a heartbeat or final status that landed
+        since the rows were read keeps its row.
         """
         table = SQLModel.metadata.tables[ProcessRow.__tablename__]
         stale = sa.and_(
             table.c.status.in_(list(live_statuses)), table.c.heartbeat_at < stale_before
         )
         connection = self.session.connection()
-        candidates = [row.id for row in connection.execute(sa.select(table.c.id).where(stale))]
         lost: list[ProcessRecord] = []
-        for process_id in candidates:
+        for process_id in process_ids:
             marked = connection.execute(
                 sa.update(table).where(table.c.id == process_id, stale).values(status="lost")
             )
