@@ -12,6 +12,8 @@
 #   chromium         chromium     - browser worker
 #   chromium-driver  chromedriver - browser worker
 #   tmux             tmux         - driving the TUI in end-to-end tests
+#   libseccomp2      libseccomp.so.2 - the tests check the sandbox's seccomp syscall numbers
+#                    against its tables (the sandbox itself does not load it)
 #
 # Runs as root (CI does); as another user it uses sudo when available.
 set -euo pipefail
@@ -49,7 +51,7 @@ is_present() {
     esac
 }
 
-PACKAGES=(postgresql bubblewrap chromium chromium-driver tmux)
+PACKAGES=(postgresql bubblewrap chromium chromium-driver tmux libseccomp2)
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

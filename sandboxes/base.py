@@ -3,7 +3,8 @@
 ``Sandbox.run`` is the one code path every caller uses (governed tools, the operator's
 ``supervisor sandbox exec``): it refuses when isolation is unavailable, emits started /
 heartbeat / finished events to its sinks (the ledger's process table and trace, callbacks), keeps
-large output as a ledger blob, and returns a :class:`RunResult`.
+large output as a ledger blob, and returns a :class:`RunResult`. Before each run it marks
+process rows whose heartbeat stopped as ``lost`` (a SIGKILLed supervisor cannot say it ended).
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from typing import Any, ClassVar
 from sandboxes.capture import CappedBuffer, FilesOut
 from sandboxes.errors import SandboxUnavailable, UnknownSandboxBackend
 from sandboxes.events import LedgerSink, RunEvent, RunLedger, RunSink
+from sandboxes.models import OUT_DIR as OUT_DIR  # re-exported: the backends import it here
 from sandboxes.models import KillReason, RunRequest, RunResult
+from supervisor.ledger.models import PROCESS_HEARTBEAT_SECONDS
 
 #: Captured output above this size is also stored as a ledger blob (the result points to it).
 BLOB_THRESHOLD_BYTES = 64 * 1024
-HEARTBEAT_SECONDS = 5.0
-OUT_DIR = "out"
+#: A running sandbox row's heartbeat interval; 12 missed ones make it ``lost``.
+HEARTBEAT_SECONDS = PROCESS_HEARTBEAT_SECONDS
 
 
 @dataclass
@@ -64,23 +67,51 @@ class RunContext:
         self.command = request.describe()
         self.started = False
         self._last_beat = 0.0
+        self._beat_lock = threading.Lock()
+        self._stop_beats = threading.Event()
+        self._beats: threading.Thread | None = None
 
     def report_started(self, pid: int | None, **detail: Any) -> None:
-        """Record the process (pid on this host, or backend details) as running."""
+        """Record the process (pid on this host, or backend details) as running.
+
+        From here until the run ends a background thread refreshes the heartbeat every
+        ``HEARTBEAT_SECONDS``, whatever the backend is doing (waiting on a quiet process, an
+        SDK call), so only a dead supervisor lets the row go stale.
+        """
         self.pid = pid
         self.detail.update(detail)
         self.started = True
         self._last_beat = time.monotonic()
         self.sandbox.emit(self.event("sandbox.started", status="running"))
+        self._beats = threading.Thread(target=self._beat_until_stopped, daemon=True,
+                                       name=f"heartbeat-{self.process_id}")  # fmt: skip
+        self._beats.start()
         if self.on_started is not None:
             self.on_started(self)
 
     def heartbeat(self) -> None:
         """Refresh the process record's heartbeat (throttled)."""
-        now = time.monotonic()
-        if self.started and now - self._last_beat >= HEARTBEAT_SECONDS:
+        with self._beat_lock:
+            now = time.monotonic()
+            if not self.started or self._stop_beats.is_set():
+                return
+            if now - self._last_beat < HEARTBEAT_SECONDS:
+                return
             self._last_beat = now
             self.sandbox.emit(self.event("sandbox.heartbeat", status="running"))
+
+    def stop_heartbeats(self) -> None:
+        """Stop the heartbeat thread (before the run's final event is written)."""
+        self._stop_beats.set()
+        if self._beats is not None and self._beats is not threading.current_thread():
+            self._beats.join()
+
+    def _beat_until_stopped(self) -> None:
+        while not self._stop_beats.wait(HEARTBEAT_SECONDS / 5):
+            try:
+                self.heartbeat()
+            except Exception:  # a ledger hiccup must not kill the beat; the next one retries
+                continue
 
     def event(self, kind: Any, **fields: Any) -> RunEvent:
         """A :class:`RunEvent` of this run."""
@@ -169,6 +200,8 @@ class Sandbox(ABC):
             SandboxUnavailable: Isolation is not available; nothing ran.
         """
         context = RunContext(self, request, actor, on_started)
+        if self.ledger is not None:
+            self.ledger.mark_lost_processes()
         try:
             self.check_available()
         except SandboxUnavailable as exc:
@@ -181,10 +214,12 @@ class Sandbox(ABC):
         try:
             raw = self.execute(context)
         except BaseException as exc:
+            context.stop_heartbeats()
             self.emit(context.event("sandbox.finished", status="failed",
                                     payload={"error": repr(exc)[:500]}))  # fmt: skip
             raise
         finally:
+            context.stop_heartbeats()
             with self._lock:
                 self._active.pop(context.process_id, None)
         return self._finish(context, raw, time.monotonic() - began)

@@ -76,15 +76,28 @@ class PidsCgroup:
 
     def remove(self) -> None:
         """SIGKILL anything still in the group, then delete it."""
-        if self.path is None:
+        if self.path is not None:
+            _remove_group(self.path)
+
+
+def remove_leftover(name: str) -> None:
+    """Delete the group of a run whose supervisor died (see :mod:`sandboxes.workdirs`)."""
+    parent = pids_parent()
+    if parent is None or not name or "/" in name or name.startswith("."):
+        return
+    path = parent / f"{GROUP_PREFIX}{name}"
+    if path.is_dir():
+        _remove_group(path)
+
+
+def _remove_group(path: Path) -> None:
+    for _ in range(50):
+        with contextlib.suppress(OSError):
+            for pid in (path / "cgroup.procs").read_text().split():
+                with contextlib.suppress(OSError):
+                    os.kill(int(pid), signal.SIGKILL)
+        try:
+            path.rmdir()
             return
-        for _ in range(50):
-            with contextlib.suppress(OSError):
-                for pid in (self.path / "cgroup.procs").read_text().split():
-                    with contextlib.suppress(OSError):
-                        os.kill(int(pid), signal.SIGKILL)
-            try:
-                self.path.rmdir()
-                return
-            except OSError:
-                time.sleep(0.02)
+        except OSError:
+            time.sleep(0.02)

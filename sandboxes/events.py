@@ -49,7 +49,7 @@ class RunEvent(BaseModel):
 
 
 class RunSink(Protocol):
-    """Receives every event of every run of a sandbox."""
+    """Receives every event of every run of a sandbox (heartbeats from a background thread)."""
 
     def emit(self, event: RunEvent) -> None:
         """Record or forward one event."""
@@ -69,6 +69,8 @@ class RunLedger(Protocol):
     def put_blob(self, content: bytes, media_type: str = ...) -> Blob: ...
 
     def list_processes(self, status: str | None = None) -> list[ProcessRecord]: ...
+
+    def mark_lost_processes(self, now: datetime | None = None) -> list[ProcessRecord]: ...
 
 
 class LedgerSink:

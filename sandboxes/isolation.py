@@ -1,5 +1,8 @@
 """Checks that the local sandbox's isolation works here, each with how to fix it.
 
+Each check is a real bubblewrap run: namespaces, nested user namespaces disabled, the seccomp
+filter installed (:mod:`sandboxes.seccomp`), rlimits.
+
 ``BubblewrapSandbox`` runs :func:`require_isolation` before every run (fail closed);
 ``supervisor doctor`` prints every :class:`Check`.
 """
@@ -7,12 +10,15 @@
 from __future__ import annotations
 
 import os
+import re
 import resource
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandboxes import seccomp
 from sandboxes.cgroup import pids_parent
 from sandboxes.errors import SandboxUnavailable
 
@@ -31,6 +37,19 @@ FIX_USERNS = (
     "bwrap). In a container, allow namespace creation (e.g. Docker "
     "`--security-opt seccomp=unconfined --security-opt apparmor=unconfined`)."
 )
+#: The oldest bubblewrap with ``--disable-userns`` (Debian 12 ships it).
+MIN_BWRAP_VERSION = (0, 8, 0)
+FIX_BWRAP_VERSION = (
+    "Install bubblewrap 0.8.0 or newer (Debian 12, Ubuntu 23.04, Fedora 38 and later ship it); "
+    "a setuid bwrap cannot disable nested user namespaces, so use the unprivileged one."
+)
+FIX_SECCOMP = (
+    "bwrap must accept `--seccomp FD` and the kernel must support seccomp filters "
+    "(CONFIG_SECCOMP_FILTER); in a container, do not run it with a seccomp profile that "
+    "forbids installing filters."
+)
+#: Flags every run uses to stop sandboxed code from creating user namespaces of its own.
+NO_NESTED_USERNS = ("--disable-userns", "--assert-userns-disabled")
 
 
 @dataclass(frozen=True)
@@ -67,7 +86,20 @@ def drop_to() -> tuple[int, int] | None:
     return (SANDBOX_UID, SANDBOX_GID) if os.geteuid() == 0 else None
 
 
-def _probe(bwrap: str, unshare: list[str], script: str) -> subprocess.CompletedProcess[str]:
+def bwrap_version(bwrap: str) -> tuple[int, ...] | None:
+    """The version ``bwrap --version`` reports, or ``None`` when it cannot be read."""
+    try:
+        done = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=10,
+                              stdin=subprocess.DEVNULL)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", done.stdout)
+    return tuple(int(part or 0) for part in found.groups()) if found else None
+
+
+def _probe(
+    bwrap: str, unshare: Sequence[str], script: str, pass_fds: tuple[int, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     argv = [bwrap, *unshare, "--die-with-parent", "--ro-bind", "/usr", "/usr",
             "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
             "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev",
@@ -76,7 +108,7 @@ def _probe(bwrap: str, unshare: list[str], script: str) -> subprocess.CompletedP
     return subprocess.run(
         argv, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL, cwd="/",
         user=ids[0] if ids else None, group=ids[1] if ids else None,
-        extra_groups=[] if ids else None,
+        extra_groups=[] if ids else None, pass_fds=pass_fds,
     )  # fmt: skip
 
 
@@ -100,6 +132,36 @@ def namespace_checks(bwrap: str) -> list[Check]:
     except (OSError, subprocess.SubprocessError) as exc:
         checks.append(Check("namespaces", False, f"bwrap could not start: {exc}", FIX_USERNS))
     return checks
+
+
+def nested_userns_check(bwrap: str) -> Check:
+    """Sandboxed code cannot create a user namespace (``unshare -U`` fails inside)."""
+    try:
+        probe = _probe(bwrap, ["--unshare-user", "--uid", "65534", "--gid", "65534",
+                               *NO_NESTED_USERNS], "! unshare -U true 2>/dev/null")  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Check("nested userns", False, f"disabled: no (bwrap could not start: {exc})",
+                     FIX_BWRAP_VERSION)  # fmt: skip
+    if probe.returncode == 0:
+        return Check("nested userns", True, "disabled: yes (bwrap --disable-userns)")
+    reason = probe.stderr.strip() or "unshare -U worked inside the sandbox"
+    return Check("nested userns", False, f"disabled: no ({reason})"[:300], FIX_BWRAP_VERSION)
+
+
+def seccomp_check(bwrap: str) -> Check:
+    """The sandbox's seccomp filter installs: the probe reads ``Seccomp: 2`` (filter mode)."""
+    try:
+        with seccomp.filter_fd() as fd:
+            probe = _probe(bwrap, ["--unshare-user", *NO_NESTED_USERNS, "--seccomp", str(fd)],
+                           "grep '^Seccomp:' /proc/self/status", pass_fds=(fd,))  # fmt: skip
+    except SandboxUnavailable as exc:
+        return Check("seccomp filter", False, f"not active: {exc.message}", exc.hint or "")
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Check("seccomp filter", False, f"not active: {exc}", FIX_SECCOMP)
+    if probe.returncode == 0 and probe.stdout.split() == ["Seccomp:", "2"]:
+        return Check("seccomp filter", True, seccomp.summary())
+    reason = probe.stderr.strip() or probe.stdout.strip() or f"exit {probe.returncode}"
+    return Check("seccomp filter", False, f"not active: {reason}"[:300], FIX_SECCOMP)
 
 
 def rlimit_check() -> Check:
@@ -137,13 +199,23 @@ def chromium_check() -> Check:
                  "apt-get install chromium", required=False)  # fmt: skip
 
 
-def isolation_checks() -> list[Check]:
-    """Every check the local sandbox needs, bubblewrap first."""
-    bwrap = find_bwrap()
+def isolation_checks(bwrap: str | None = None) -> list[Check]:
+    """Every check the local sandbox needs, bubblewrap first (``bwrap`` default: on PATH)."""
+    bwrap = bwrap or find_bwrap()
     if bwrap is None:
         return [Check("bubblewrap", False, "bwrap not found on PATH", FIX_BWRAP)]
-    checks = [Check("bubblewrap", True, bwrap)]
+    version = bwrap_version(bwrap)
+    if version is None:
+        return [Check("bubblewrap", False, f"{bwrap}: `bwrap --version` printed no version",
+                      FIX_BWRAP_VERSION)]  # fmt: skip
+    shown = ".".join(map(str, version))
+    if version < MIN_BWRAP_VERSION:
+        return [Check("bubblewrap", False, f"{bwrap} is bubblewrap {shown}, older than 0.8.0",
+                      FIX_BWRAP_VERSION)]  # fmt: skip
+    checks = [Check("bubblewrap", True, f"{bwrap} (bubblewrap {shown})")]
     checks.extend(namespace_checks(bwrap))
+    checks.append(nested_userns_check(bwrap))
+    checks.append(seccomp_check(bwrap))
     checks.append(rlimit_check())
     return checks
 
@@ -157,7 +229,8 @@ def require_isolation() -> str:
     Raises:
         SandboxUnavailable: A required check failed; the message names it and the fix.
     """
-    checks = isolation_checks()
+    bwrap = find_bwrap()
+    checks = isolation_checks(bwrap)
     failed = [check for check in checks if check.required and not check.ok]
     if failed:
         first = failed[0]
@@ -167,5 +240,5 @@ def require_isolation() -> str:
             hint=f"{first.fix} Then check with `supervisor doctor`.",
             failed=[check.name for check in failed],
         )
-    bwrap = checks[0].detail
+    assert bwrap is not None  # without it the bubblewrap check failed above
     return bwrap

@@ -3,8 +3,8 @@
 Inside: read-only ``/usr`` (and the ``/bin``, ``/lib``, ``/lib64`` links), a few ``/etc`` files
 the dynamic loader needs, fresh ``/proc`` and ``/dev``, a private ``/tmp``, and a private work
 directory at ``/work`` (``/work/out`` is returned). No network, no host home, no capabilities,
-uid/gid 65534, a new session, killed with its parent. See docs/sandbox.md for what this does
-and does not isolate.
+no nested user namespaces, a seccomp filter (:mod:`sandboxes.seccomp`), uid/gid 65534, a new
+session, killed with its parent. See docs/sandbox.md for what this does and does not isolate.
 """
 
 from __future__ import annotations
@@ -12,20 +12,19 @@ from __future__ import annotations
 import os
 import resource
 import selectors
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from sandboxes import seccomp, workdirs
 from sandboxes.base import OUT_DIR, RawRun, RunContext, Sandbox
 from sandboxes.capture import CappedBuffer, collect_files
 from sandboxes.cgroup import PidsCgroup
 from sandboxes.events import RunLedger, RunSink
-from sandboxes.isolation import drop_to, find_bwrap, require_isolation
-from sandboxes.models import KillReason, Limits, RunRequest
+from sandboxes.isolation import NO_NESTED_USERNS, drop_to, find_bwrap, require_isolation
+from sandboxes.models import KillReason, Limits, RunRequest, safe_relative_path
 from sandboxes.proctree import terminate_run
 
 ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/alternatives")
@@ -37,10 +36,15 @@ INTERPRETER = {"python": ("/usr/bin/python3", "-I", "-B"), "bash": ("/bin/bash",
 KILL_GRACE_SECONDS = 2.0
 
 
-def bwrap_argv(bwrap: str, workdir: Path, request: RunRequest) -> list[str]:
-    """The bubblewrap command line for one run (isolation flags first, then the command)."""
+def bwrap_argv(bwrap: str, workdir: Path, request: RunRequest, seccomp_fd: int) -> list[str]:
+    """The bubblewrap command line for one run (isolation flags first, then the command).
+
+    ``seccomp_fd`` holds the compiled filter (:func:`sandboxes.seccomp.filter_fd`); the caller
+    passes it to bwrap with ``pass_fds``.
+    """
     argv = [
         bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+        *NO_NESTED_USERNS, "--seccomp", str(seccomp_fd),
         "--die-with-parent", "--new-session", "--cap-drop", "ALL",
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
@@ -82,7 +86,8 @@ class BubblewrapSandbox(Sandbox):
     Args:
         ledger: Where runs are recorded; optional.
         sinks: More event sinks.
-        base_dir: Where per-run work directories are made (default: the system temp dir).
+        base_dir: Where per-run work directories are made (default: the system temp dir);
+            every run first removes the ones dead runs left there (:func:`workdirs.sweep`).
     """
 
     name = "local"
@@ -113,13 +118,15 @@ class BubblewrapSandbox(Sandbox):
     def execute(self, context: RunContext) -> RawRun:
         """Run the request in a fresh work directory, then delete it."""
         bwrap = self._verified_bwrap or require_isolation()
-        workdir = Path(tempfile.mkdtemp(prefix="supervisor-sandbox-", dir=self.base_dir))
+        workdirs.sweep(self.base_dir)
         ids = drop_to()
+        top = workdirs.create(self.base_dir, context.run_id, context.process_id, ids)
         try:
+            workdir = top / workdirs.WORK
             self._prepare(workdir, context.request, ids)
             return self._spawn(bwrap, workdir, context, ids)
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            workdirs.remove(top)
 
     def _prepare(self, workdir: Path, request: RunRequest, ids: tuple[int, int] | None) -> None:
         files: dict[str, bytes | str] = dict(request.files)
@@ -127,7 +134,7 @@ class BubblewrapSandbox(Sandbox):
             files[SCRIPT_NAME[request.language]] = request.code
         (workdir / OUT_DIR).mkdir()
         for name, content in files.items():
-            target = workdir / name
+            target = workdir / safe_relative_path(name)
             target.parent.mkdir(parents=True, exist_ok=True)
             data = content.encode("utf-8") if isinstance(content, str) else content
             target.write_bytes(data)
@@ -152,11 +159,13 @@ class BubblewrapSandbox(Sandbox):
         stdout = CappedBuffer(request.limits.output_cap_bytes)
         stderr = CappedBuffer(request.limits.output_cap_bytes)
         extra: dict[str, Any] = {"user": ids[0], "group": ids[1], "extra_groups": []} if ids else {}
-        process = subprocess.Popen(
-            bwrap_argv(bwrap, workdir, request), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/", env={"PATH": SANDBOX_PATH},
-            start_new_session=True, close_fds=True, preexec_fn=preexec, **extra,
-        )  # fmt: skip
+        with seccomp.filter_fd() as seccomp_fd:
+            process = subprocess.Popen(
+                bwrap_argv(bwrap, workdir, request, seccomp_fd), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/",
+                env={"PATH": SANDBOX_PATH}, start_new_session=True, close_fds=True,
+                pass_fds=(seccomp_fd,), preexec_fn=preexec, **extra,
+            )  # fmt: skip
         try:
             context.report_started(process.pid, cgroup_pids=cgroup.path is not None)
             timed_out, cancelled = self._pump(process, context, stdout, stderr)
@@ -201,7 +210,6 @@ class BubblewrapSandbox(Sandbox):
                         key.data.write(chunk)
                     else:
                         selector.unregister(key.fileobj)
-                context.heartbeat()
         while process.poll() is None:
             if time.monotonic() > deadline and not timed_out:
                 timed_out = True

@@ -6,7 +6,7 @@ import hashlib
 import posixpath
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sandboxes.errors import InvalidRunRequest
 
@@ -16,6 +16,10 @@ KillReason = Literal[
 ]
 
 MiB = 1024 * 1024
+#: The directory whose files every run returns; a file of that name would shadow it.
+OUT_DIR = "out"
+#: Where the backends write ``code`` before running it.
+SCRIPT_PREFIX = ".supervisor_main"
 
 
 class Limits(BaseModel):
@@ -81,6 +85,7 @@ class RunRequest(BaseModel):
             raise InvalidRunRequest("argv is empty.")
         for name in (*self.files, *self.collect):
             safe_relative_path(name)
+        _check_file_layout(tuple(self.files))
         return self
 
     def describe(self) -> str:
@@ -144,6 +149,59 @@ class RunResult(BaseModel):
     def ok(self) -> bool:
         """The run exited with status 0 and nothing killed it."""
         return self.exit_code == 0 and not self.killed
+
+
+def _check_file_layout(names: tuple[str, ...]) -> None:
+    """Input files must be placeable: distinct, no file where a directory goes, none reserved."""
+    placed: dict[str, str] = {}
+    for name in names:
+        path = safe_relative_path(name)
+        if path == OUT_DIR:
+            raise InvalidRunRequest(
+                f"Input file {name!r} collides with the {OUT_DIR}/ directory the sandbox returns.",
+                hint=f"Rename it, or place it inside the directory: '{OUT_DIR}/{name}'.",
+            )
+        if path.split("/", 1)[0].startswith(SCRIPT_PREFIX):
+            raise InvalidRunRequest(
+                f"Input file {name!r} uses the name the sandbox keeps for the code it runs.",
+                hint=f"Rename it (names starting with {SCRIPT_PREFIX!r} are reserved).",
+            )
+        if path in placed:
+            raise InvalidRunRequest(
+                f"Input files {placed[path]!r} and {name!r} name the same file.",
+                hint="Give each input file one name.",
+            )
+        placed[path] = name
+    for path, name in placed.items():
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            if parent in placed:
+                raise InvalidRunRequest(
+                    f"Input file {placed[parent]!r} is also the directory of {name!r}.",
+                    hint="Rename one of them: a path cannot be both a file and a directory.",
+                )
+
+
+def parse_request(fields: dict[str, object]) -> RunRequest:
+    """Validate a run request, raising the typed error instead of pydantic's.
+
+    Raises:
+        InvalidRunRequest: The request contradicts itself or a field is out of range; the
+            message names the field.
+    """
+    try:
+        return RunRequest.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        original = first.get("ctx", {}).get("error")
+        if isinstance(original, InvalidRunRequest):
+            raise original from None
+        where = ".".join(str(part) for part in first["loc"]) or "request"
+        raise InvalidRunRequest(
+            f"Invalid sandbox run: {where}: {first['msg']}.",
+            hint="Fix that value and run again (ranges: sandboxes.models.RunRequest, Limits).",
+        ) from None
 
 
 def safe_relative_path(name: str) -> str:

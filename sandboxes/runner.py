@@ -12,7 +12,7 @@ from typing import Any
 
 from sandboxes.base import get_backend
 from sandboxes.events import RunLedger, RunSink
-from sandboxes.models import Limits, RunRequest, RunResult
+from sandboxes.models import Limits, RunResult, parse_request
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def run_in_sandbox(
         SandboxUnavailable: Isolation is unavailable (nothing ran).
         InvalidRunRequest: The request contradicts itself.
     """
-    request = RunRequest.model_validate(
+    request = parse_request(
         {
             "language": language,
             "code": code,

@@ -1,4 +1,9 @@
-"""``supervisor doctor``: can this machine isolate code, and is the ledger reachable?"""
+"""``supervisor doctor``: can this machine isolate code, and is the ledger reachable?
+
+Doctor also tidies what dead runs left behind: live process rows whose heartbeat stopped are
+marked ``lost`` and sandbox work directories whose owner is gone are removed (the same steps
+every sandbox run takes first). It never creates a ledger: a missing one is reported.
+"""
 
 from __future__ import annotations
 
@@ -14,14 +19,19 @@ if TYPE_CHECKING:
 @click.command()
 @click.option("--db", "db_url", default=None, help="Ledger URL to check (default: SUPERVISOR_DB).")
 def doctor(db_url: str | None) -> None:
-    """Check bubblewrap, namespaces, rlimits, cgroup pids, Chromium and the ledger.
+    """Check bubblewrap, namespaces, seccomp, rlimits, cgroup pids, Chromium and the ledger.
 
     Prints one OK/FAIL line per check with how to fix each failure; exits 1 when the local
     sandbox cannot run (it then refuses every run rather than run code unconfined).
     """
-    from sandboxes.isolation import cgroup_check, chromium_check, isolation_checks
+    url = _checked_url(db_url)  # before anything is probed or written
+    from sandboxes import workdirs
+    from sandboxes.isolation import Check, cgroup_check, chromium_check, isolation_checks
 
-    checks: list[Check] = [*isolation_checks(), cgroup_check(), chromium_check(), _ledger(db_url)]
+    checks: list[Check] = [*isolation_checks(), cgroup_check(), chromium_check(), *_ledger(url)]
+    removed = workdirs.sweep()
+    detail = f"removed {len(removed)} left by dead runs" if removed else "none left by dead runs"
+    checks.append(Check("sandbox workdirs", True, detail, required=False))
     for check in checks:
         mark = "OK  " if check.ok else ("FAIL" if check.required else "WARN")
         click.echo(f"{mark} {check.name:<18} {check.detail}")
@@ -37,20 +47,57 @@ def doctor(db_url: str | None) -> None:
     click.echo("\nThe local sandbox can run.")
 
 
-def _ledger(db_url: str | None) -> Check:
+def _checked_url(db_url: str | None) -> str:
+    """The ledger URL doctor checks, refused with a typed error unless it parses as a URL.
+
+    Raises:
+        InvalidLedgerUrl: ``--db`` (or ``SUPERVISOR_DB``) is a bare path or other non-URL.
+    """
+    from sqlalchemy import exc, make_url
+
+    from supervisor.ledger.errors import InvalidLedgerUrl
+    from supervisor.store.engine import resolve_url
+
+    url = resolve_url(db_url)
+    try:
+        make_url(url)
+    except (exc.ArgumentError, ValueError):
+        raise InvalidLedgerUrl(url) from None
+    return url
+
+
+def _ledger(url: str) -> list[Check]:
     from sqlalchemy import make_url
 
     from sandboxes.isolation import Check
+    from supervisor.ledger.errors import LedgerError
     from supervisor.provider import SQLModelProvider
+    from supervisor.store.engine import sqlite_path
 
-    provider = SQLModelProvider(db_url)
-    shown = make_url(provider.url).render_as_string(hide_password=True)
+    shown = make_url(url).render_as_string(hide_password=True)
+    fix = "Check SUPERVISOR_DB / --db and that the database is reachable."
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        return [Check("ledger", False, f"{shown}: no ledger there (doctor does not create one)",
+                      fix, required=False)]  # fmt: skip
+    try:
+        provider = SQLModelProvider(url)
+    except Exception as exc:  # the check reports any failure to open, whatever its type
+        return [Check("ledger", False, f"{shown}: {exc}"[:300], fix, required=False)]
     try:
         provider.ledger.list_processes()
     except Exception as exc:  # the check reports any failure to open, whatever its type
-        return Check("ledger", False, f"{shown}: {exc}"[:300],
-                     "Check SUPERVISOR_DB / --db and that the database is reachable.",
-                     required=False)  # fmt: skip
+        provider.close()
+        return [Check("ledger", False, f"{shown}: {exc}"[:300], fix, required=False)]
+    try:
+        lost = provider.ledger.mark_lost_processes()
+    except LedgerError as exc:  # e.g. a read-only ledger: it can still be checked
+        return [Check("ledger", True, shown),
+                Check("stale processes", False, f"not marked: {exc.message}"[:300],
+                      "Run doctor where the ledger is writable.", required=False)]  # fmt: skip
     finally:
         provider.close()
-    return Check("ledger", True, shown)
+    stale = (
+        f"marked {len(lost)} lost (heartbeat stopped)" if lost else "none with a stopped heartbeat"
+    )
+    return [Check("ledger", True, shown), Check("stale processes", True, stale, required=False)]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import getpass
+import signal
 import sys
+from types import FrameType
 
 import click
 
@@ -37,9 +39,14 @@ def sandbox_exec(
 
     The run is recorded like an agent's (process table and trace) with the operator as actor.
     Use `--` before the command: supervisor sandbox exec -- python3 -c 'print(1)'
+    SIGTERM or SIGHUP stops the run and still records how it ended and deletes its work
+    directory; after a SIGKILL the next run (or `supervisor doctor`) does both.
     """
     from sandboxes.runner import SandboxSettings, run_in_sandbox
     from supervisor.provider import SQLModelProvider
+
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    signal.signal(signal.SIGHUP, _exit_on_signal)
 
     settings = SandboxSettings(
         backend=backend, timeout_seconds=timeout_seconds, ledger=SQLModelProvider(db_url).ledger
@@ -60,3 +67,9 @@ def sandbox_exec(
         sys.stderr.write(f"[sandbox {result.process_id}] {note}\n")
     sys.stderr.flush()
     sys.exit(result.exit_code if result.exit_code is not None else 1)
+
+
+def _exit_on_signal(signum: int, _frame: FrameType | None) -> None:
+    """Turn SIGTERM/SIGHUP into SystemExit so the run's cleanup (kill, record, rmdir) runs."""
+    signal.signal(signum, signal.SIG_IGN)  # a second signal must not cut the cleanup short
+    raise SystemExit(128 + signum)

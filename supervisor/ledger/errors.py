@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from typing import Any
 
@@ -280,4 +281,24 @@ class ReservedArgumentEdit(LedgerError, ValueError):
             hint="Remove the reserved names (approved, confirm, proposal_id, _anything...).",
             proposal_id=proposal_id,
             names=names,
+        )
+
+
+class InvalidLedgerUrl(LedgerError, ValueError):
+    """``--db`` / ``SUPERVISOR_DB`` is not a database URL (e.g. a bare file path)."""
+
+    code = "invalid_ledger_url"
+
+    def __init__(self, value: str) -> None:
+        shown = "the URL given" if "@" in value else repr(value)  # never echo a password
+        looks_like_path = "://" not in value and "@" not in value
+        example = f"sqlite:///{os.path.abspath(value)}" if looks_like_path and value else None
+        super().__init__(
+            f"{shown} is not a database URL, so no ledger was opened.",
+            hint=(
+                f"For that SQLite file pass --db {example}."
+                if example
+                else "Pass a SQLAlchemy URL: sqlite:////abs/path/ledger.db or "
+                "postgresql+psycopg://user@host/db."
+            ),
         )

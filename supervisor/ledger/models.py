@@ -274,6 +274,18 @@ class AgentRecord(_Frozen):
     updated_at: datetime
 
 
+#: Process statuses of a process that is alive and keeps a heartbeat.
+LIVE_PROCESS_STATUSES = ("running", "waiting_for_approval")
+#: The slowest heartbeat a supervised process keeps (sandbox runs; agent runs and browser
+#: workers beat every 2 s).
+PROCESS_HEARTBEAT_SECONDS = 5.0
+#: Heartbeats a live row may miss before it is ``lost``: 12 x 5 s = 60 s, longer than the
+#: SQLite busy timeout (30 s) a heartbeat write can wait behind plus one interval, so a slow
+#: write is never taken for a dead process.
+LOST_AFTER_HEARTBEATS = 12
+LOST_AFTER_SECONDS = PROCESS_HEARTBEAT_SECONDS * LOST_AFTER_HEARTBEATS
+
+
 class ProcessRecord(_Frozen):
     """A supervised process (agent run, browser worker, sandbox run)."""
 

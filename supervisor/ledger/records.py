@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from supervisor.canonical import normalise, sha256_hex
 from supervisor.ledger.base import LedgerBase
 from supervisor.ledger.errors import BlobCorrupted, LedgerError
 from supervisor.ledger.models import (
+    LIVE_PROCESS_STATUSES,
+    LOST_AFTER_SECONDS,
     AgentRecord,
     Blob,
     Checkpoint,
@@ -230,6 +232,28 @@ class RecordsServiceMixin(LedgerBase):
         """Refresh a process's heartbeat (optionally its status and exit code)."""
         with self.repository.write() as tx:
             return tx.touch_process(process_id, self._now(), status, exit_code)
+
+    def mark_lost_processes(self, now: datetime | None = None) -> list[ProcessRecord]:
+        """Mark live processes whose heartbeat is past its deadline as ``lost``.
+
+        A process that dies without saying so (SIGKILL, a host crash) leaves its row live
+        forever; its heartbeat stopping is the only sign. A row still ``running`` (or waiting
+        for approval) whose heartbeat is older than :data:`LOST_AFTER_SECONDS` becomes ``lost``.
+        Later heartbeats do not revive it; a final status written by the process still lands.
+
+        Args:
+            now: The current time (default: the ledger's clock).
+
+        Returns:
+            The rows marked now.
+        """
+        stale_before = (now or self._now()) - timedelta(seconds=LOST_AFTER_SECONDS)
+        with self.repository.read() as tx:  # the common case writes nothing, takes no lock
+            stale = tx.stale_processes(LIVE_PROCESS_STATUSES, stale_before)
+        if not stale:
+            return []
+        with self.repository.write() as tx:
+            return tx.mark_lost_processes(stale, LIVE_PROCESS_STATUSES, stale_before)
 
     def list_processes(self, status: str | None = None) -> list[ProcessRecord]:
         """Supervised processes, newest first."""

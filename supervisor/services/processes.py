@@ -1,13 +1,16 @@
 """Agents and supervised processes as one list of rows with state and heartbeat age.
 
 Rows come from the ledger's process table (agent runs, browser workers, sandbox runs) and from
-agents seen in the ledger: owners of pending proposals are "waiting for approval", owners of
+agents seen in the ledger. Each refresh first marks live rows whose heartbeat stopped as
+``lost`` (``ApprovalLedger.mark_lost_processes``), so a killed process does not show as running
+forever. Agents: owners of pending proposals are "waiting for approval", owners of
 proposals that need reconciliation are flagged, and agents seen in the live trace are "running"
 or "idle" by their last event.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -115,7 +118,9 @@ class ProcessesService:
             return list(self._rows)
 
     def refresh(self) -> list[ProcessRow]:
-        """Re-read processes and agents, publish and return the rows."""
+        """Mark stale processes lost, re-read processes and agents, publish and return the rows."""
+        with contextlib.suppress(LedgerError):  # a read-only ledger is still listed
+            self.ledger.mark_lost_processes()
         rows = [
             ProcessRow(
                 key=f"process:{process.process_id}",

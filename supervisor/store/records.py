@@ -234,6 +234,38 @@ class RecordsMixin(LimitsMixin):
         self.session.flush()
         return process_from_row(row)
 
+    def stale_processes(self, live_statuses: Sequence[str], stale_before: datetime) -> list[str]:
+        """Ids of live rows whose heartbeat is older than ``stale_before``."""
+        query = select(ProcessRow.id).where(
+            col(ProcessRow.status).in_(list(live_statuses)),
+            col(ProcessRow.heartbeat_at) < stale_before,
+        )
+        return list(self.session.exec(query).all())
+
+    def mark_lost_processes(
+        self, process_ids: Sequence[str], live_statuses: Sequence[str], stale_before: datetime
+    ) -> list[ProcessRecord]:
+        """Set ``lost`` on those rows that are still live and stale.
+
+        Each row changes by one conditional UPDATE, so a heartbeat or final status that landed
+        since the rows were read keeps its row.
+        """
+        table = SQLModel.metadata.tables[ProcessRow.__tablename__]
+        stale = sa.and_(
+            table.c.status.in_(list(live_statuses)), table.c.heartbeat_at < stale_before
+        )
+        connection = self.session.connection()
+        lost: list[ProcessRecord] = []
+        for process_id in process_ids:
+            marked = connection.execute(
+                sa.update(table).where(table.c.id == process_id, stale).values(status="lost")
+            )
+            if marked.rowcount == 1:
+                row = self.session.get(ProcessRow, process_id, populate_existing=True)
+                if row is not None:
+                    lost.append(process_from_row(row))
+        return lost
+
     def processes(self, status: str | None = None) -> list[ProcessRecord]:
         """Supervised processes, optionally in one status, newest first."""
         query = select(ProcessRow)

@@ -15,9 +15,11 @@ import pytest
 
 import sandboxes
 from sandboxes.base import RunContext
+from sandboxes.errors import InvalidRunRequest
 from sandboxes.events import CallbackSink, RunEvent
 from sandboxes.local import BubblewrapSandbox
 from sandboxes.models import Limits, RunRequest, RunResult
+from sandboxes.runner import SandboxSettings, run_in_sandbox
 from supervisor.canonical import args_hash
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.provider import SQLModelProvider
@@ -190,3 +192,38 @@ def test_sandbox_exec_passes_everything_through_and_is_recorded(sqlite_url: str)
     [started, finished] = ledger.trace_events(kind=None)
     assert started.payload["actor"].startswith("operator:")
     assert finished.kind == "sandbox.finished" and finished.payload["exit_code"] == 9
+
+
+UNPLACEABLE = {
+    "named out": {"out": "shadows the returned directory"},
+    "file and its directory": {"data": "1", "data/in.txt": "2"},
+    "one file twice": {"./a.txt": "1", "a.txt": "2"},
+    "the code's own name": {".supervisor_main.py": "print('swapped')"},
+}
+
+
+@pytest.mark.parametrize("files", UNPLACEABLE.values(), ids=UNPLACEABLE.keys())
+def test_input_files_that_cannot_be_placed_are_a_typed_error(
+    ledger: ApprovalLedger, tmp_path: Path, files: dict[str, bytes | str]
+) -> None:
+    base_dir = tmp_path / "runs"
+    base_dir.mkdir()
+    settings = SandboxSettings(backend="local", ledger=ledger,
+                               backend_options={"base_dir": base_dir})  # fmt: skip
+    with pytest.raises(InvalidRunRequest) as refused:
+        run_in_sandbox(settings, language="python", code="print(1)", files=files)
+    assert refused.value.code == "invalid_run_request"
+    assert refused.value.hint
+    assert ledger.list_processes() == [] and ledger.trace_events() == []  # nothing ran
+    assert list(base_dir.iterdir()) == []  # no work directory was made
+
+
+def test_sandbox_exec_with_an_out_of_range_timeout_is_a_typed_error(sqlite_url: str) -> None:
+    assert SUPERVISOR is not None
+    done = subprocess.run(
+        [SUPERVISOR, "sandbox", "exec", "--db", sqlite_url, "--timeout", "1e9", "--", "true"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("error [invalid_run_request]: ")
+    assert "timeout_seconds" in done.stderr and "Traceback" not in done.stderr

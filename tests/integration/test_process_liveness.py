@@ -1,0 +1,95 @@
+"""Process rows whose heartbeat stopped become ``lost``, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from supervisor.ledger import ManualClock, ProcessRecord
+from supervisor.ledger.models import LOST_AFTER_SECONDS, PROCESS_HEARTBEAT_SECONDS
+from supervisor.ledger.service import ApprovalLedger
+from supervisor.services.processes import ProcessesService
+from supervisor.store.engine import create_ledger_engine
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def engine(ledger_url: str) -> Iterator[Engine]:
+    eng = create_ledger_engine(ledger_url)
+    try:
+        yield eng
+    finally:
+        eng.dispose()
+
+
+@pytest.fixture
+def ledger(engine: Engine, clock: ManualClock) -> Iterator[ApprovalLedger]:
+    service = ApprovalLedger(engine, clock)
+    try:
+        yield service
+    finally:
+        service.close()
+
+
+def add(ledger: ApprovalLedger, clock: ManualClock, process_id: str, status: str) -> None:
+    now = clock.now()
+    ledger.upsert_process(
+        ProcessRecord(process_id=process_id, kind="agent_run", pid=1, host="h", status=status,
+                      started_at=now, heartbeat_at=now)
+    )  # fmt: skip
+
+
+def statuses(ledger: ApprovalLedger) -> dict[str, str]:
+    return {record.process_id: record.status for record in ledger.list_processes()}
+
+
+def test_the_deadline_is_twelve_heartbeats() -> None:
+    assert LOST_AFTER_SECONDS == 12 * PROCESS_HEARTBEAT_SECONDS == 60
+
+
+def test_only_live_rows_past_the_deadline_become_lost(
+    ledger: ApprovalLedger, clock: ManualClock
+) -> None:
+    for process_id, status in [("run", "running"), ("wait", "waiting_for_approval"),
+                               ("done", "exited"), ("gone", "killed")]:  # fmt: skip
+        add(ledger, clock, process_id, status)
+    clock.advance(LOST_AFTER_SECONDS)
+    add(ledger, clock, "fresh", "running")
+    assert ledger.mark_lost_processes() == []  # exactly at the deadline: not yet
+    clock.advance(0.001)
+    lost = ledger.mark_lost_processes()
+    assert sorted(record.process_id for record in lost) == ["run", "wait"]
+    assert all(record.status == "lost" for record in lost)
+    assert statuses(ledger) == {"run": "lost", "wait": "lost", "done": "exited",
+                                "gone": "killed", "fresh": "running"}  # fmt: skip
+    assert ledger.mark_lost_processes() == []  # marked once
+
+
+def test_a_heartbeat_keeps_a_row_live_and_a_late_one_does_not_revive_it(
+    ledger: ApprovalLedger, clock: ManualClock
+) -> None:
+    add(ledger, clock, "beating", "running")
+    add(ledger, clock, "late", "running")
+    for _ in range(30):
+        clock.advance(PROCESS_HEARTBEAT_SECONDS)
+        ledger.heartbeat("beating")
+    ledger.mark_lost_processes()
+    assert statuses(ledger) == {"beating": "running", "late": "lost"}
+    ledger.heartbeat("late")  # a late beat refreshes the time, not the status
+    assert statuses(ledger)["late"] == "lost"
+    ledger.heartbeat("late", status="exited", exit_code=0)  # a final status still lands
+    assert statuses(ledger)["late"] == "exited"
+
+
+def test_a_process_listing_marks_stale_rows(ledger: ApprovalLedger, clock: ManualClock) -> None:
+    add(ledger, clock, "stale", "running")
+    clock.advance(LOST_AFTER_SECONDS + 1)
+    rows = ProcessesService(ledger).refresh()
+    assert [(row.key, row.state) for row in rows] == [("process:stale", "lost")]
+    assert statuses(ledger) == {"stale": "lost"}
