@@ -17,6 +17,7 @@ from supervisor.ledger.models import (
     ToolRecord,
     TraceEvent,
 )
+from supervisor.redact import KnownSecrets
 
 CHECKPOINT_SCHEMA_VERSION = 1
 PREVIEW_CHARS = 500
@@ -77,9 +78,39 @@ class RecordsServiceMixin(LedgerBase):
         with self.repository.read() as tx:
             return tx.latest_checkpoint(agent_id, thread_id)
 
+    _trace_secrets: KnownSecrets | None = None
+
+    @property
+    def trace_secrets(self) -> KnownSecrets:
+        """Secret values replaced in every trace event this ledger writes, whoever wrote it
+        (a provider shares its own; agents add their API key and endpoint credentials)."""
+        if self._trace_secrets is None:
+            self._trace_secrets = KnownSecrets()
+        return self._trace_secrets
+
+    @trace_secrets.setter
+    def trace_secrets(self, secrets: KnownSecrets) -> None:
+        self._trace_secrets = secrets
+
+    def redact_trace_event(self, event: TraceEvent) -> TraceEvent:
+        """``event`` with every known secret value replaced in its reason code and payload."""
+        secrets = self._trace_secrets
+        if not secrets:
+            return event
+        reason = event.reason_code
+        return event.model_copy(
+            update={
+                "reason_code": secrets.redact_text(reason) if reason else reason,
+                "payload": secrets.redact_data(event.payload),
+            }
+        )
+
     def append_trace(self, events: Iterable[TraceEvent]) -> int:
-        """Append trace events in one transaction; returns how many were written."""
-        batch = list(events)
+        """Append trace events in one transaction; returns how many were written.
+
+        Known secret values (:attr:`trace_secrets`) are replaced first.
+        """
+        batch = [self.redact_trace_event(event) for event in events]
         with self.repository.write(audited=False) as tx:
             tx.insert_trace_events(batch)
         return len(batch)

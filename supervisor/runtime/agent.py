@@ -46,14 +46,17 @@ class MemAgent:
         toolbox: Any = None,
         offloader: ResultOffloader | None = None,
         cache: SemanticCache | None = None,
+        base_url: str | None = None,
     ) -> None:
         self.config = config
         self.provider = provider
         self.tools = registry
+        live = {"api_key": api_key, "base_url": base_url}  # credentials: memory only, never saved
         llm = LLMConfig.from_mapping(
-            {**config.llm, **({"api_key": api_key} if api_key is not None else {})}
+            {**config.llm, **{key: value for key, value in live.items() if value is not None}}
         )
         self.model = ChatModel(llm)
+        provider.trace_secrets.add(*llm.secret_values())
         self.toolbox = toolbox
         self.offloader = offloader
         self.cache = cache
