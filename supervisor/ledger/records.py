@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -21,6 +23,52 @@ from supervisor.redact import KnownSecrets
 
 CHECKPOINT_SCHEMA_VERSION = 1
 PREVIEW_CHARS = 500
+JSON_MEDIA_TYPE = "application/json"
+TEXT_MEDIA_TYPE = "text/plain"
+BINARY_MEDIA_TYPE = "application/octet-stream"
+_TEXT_SUBTYPE = re.compile(r"^text/[a-z0-9][a-z0-9.+-]{0,60}$")
+
+
+def blob_preview(content: bytes) -> str:
+    """The first characters of ``content`` as text (undecodable bytes shown as U+FFFD)."""
+    return content[: PREVIEW_CHARS * 4].decode("utf-8", errors="replace")[:PREVIEW_CHARS]
+
+
+def blob_media_type(content: bytes, declared: str) -> str:
+    """The media type to show for ``content``: ``declared`` when the content bears it out
+    (``application/json`` parses as JSON, ``text/...`` is UTF-8, ``application/octet-stream``
+    is anything), else what the content is: JSON, UTF-8 text or bytes."""
+    if declared == BINARY_MEDIA_TYPE:
+        return declared
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return BINARY_MEDIA_TYPE
+    if _TEXT_SUBTYPE.match(declared):
+        return declared
+    try:
+        json.loads(text)
+    except ValueError:
+        return TEXT_MEDIA_TYPE
+    return JSON_MEDIA_TYPE
+
+
+def verified_blob(digest: str, content: bytes, declared_media_type: str) -> Blob:
+    """A blob whose every field comes from ``content`` that hashes to ``digest``.
+
+    Size and preview are computed from the content, and the media type is checked against it,
+    so nothing stored beside the content (and not covered by the digest) reaches a viewer.
+
+    Raises:
+        BlobCorrupted: ``content`` does not hash to ``digest``.
+    """
+    actual = sha256_hex(content)
+    if actual != digest:
+        raise BlobCorrupted(digest, actual=actual)
+    return Blob(
+        sha256=digest, size=len(content), media_type=blob_media_type(content, declared_media_type),
+        preview=blob_preview(content), content=content,
+    )  # fmt: skip
 
 
 class RecordsServiceMixin(LedgerBase):
@@ -139,8 +187,10 @@ class RecordsServiceMixin(LedgerBase):
             The blob's metadata (without content).
         """
         digest = sha256_hex(content)
-        preview = content[: PREVIEW_CHARS * 4].decode("utf-8", errors="replace")[:PREVIEW_CHARS]
-        blob = Blob(sha256=digest, size=len(content), media_type=media_type, preview=preview)
+        kind = blob_media_type(content, media_type)
+        blob = Blob(
+            sha256=digest, size=len(content), media_type=kind, preview=blob_preview(content)
+        )
         with self.repository.write(audited=False) as tx:
             if tx.blob_row(digest) is None:
                 tx.insert_blob(blob.model_copy(update={"content": content}), self._now())
@@ -149,6 +199,9 @@ class RecordsServiceMixin(LedgerBase):
     def get_blob(self, digest: str) -> Blob | None:
         """A blob with its content, after checking the content still hashes to ``digest``.
 
+        Size, preview and media type are derived from the verified content (see
+        :func:`verified_blob`), never read from the row's other columns.
+
         Raises:
             BlobCorrupted: The stored content no longer matches the digest.
         """
@@ -156,14 +209,22 @@ class RecordsServiceMixin(LedgerBase):
             row = tx.blob_row(digest)
             if row is None:
                 return None
-            content = row.content or b""
-            actual = sha256_hex(content)
-            if actual != digest:
-                raise BlobCorrupted(digest, actual=actual)
-            return Blob(
-                sha256=row.sha256, size=row.size, media_type=row.media_type,
-                preview=row.preview, content=content,
-            )  # fmt: skip
+            return verified_blob(digest, row.content or b"", row.media_type)
+
+    def issue_result_pointer(
+        self, digest: str, *, agent_id: str, thread_id: str, user_id: str | None
+    ) -> None:
+        """Record that the offloaded result ``digest`` was handed to this agent thread and user,
+        the only ones that may read it back (see :mod:`supervisor.runtime.offload`)."""
+        with self.repository.write(audited=False) as tx:
+            tx.insert_result_pointer(digest, agent_id, thread_id, user_id or "", self._now())
+
+    def result_pointer_issued(
+        self, digest: str, *, agent_id: str, thread_id: str, user_id: str | None
+    ) -> bool:
+        """Whether the offloaded result ``digest`` was handed to this agent thread and user."""
+        with self.repository.read() as tx:
+            return tx.result_pointer_exists(digest, agent_id, thread_id, user_id or "")
 
     def upsert_tool(self, tool: ToolRecord) -> ToolRecord:
         """Register or update a tool by its stable handle."""
