@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from supervisor.policies import ContextPolicy, ToolResultPolicy
 from supervisor.runtime.endpoint import Endpoint, saved_base_url
@@ -35,6 +35,16 @@ class LLMConfig(BaseModel):
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=10)
     stream: bool = False
+
+    @field_validator("base_url")
+    @classmethod
+    def _parseable_base_url(cls, base_url: str | None) -> str | None:
+        try:
+            Endpoint.parse(base_url)
+        except ValueError:
+            # The message names no part of the URL: it may hold credentials.
+            raise ValueError("not a usable URL (check the host and port)") from None
+        return base_url
 
     @classmethod
     def from_mapping(cls, config: dict[str, Any]) -> LLMConfig:
@@ -67,9 +77,18 @@ class LLMConfig(BaseModel):
         A configured ``base_url`` without credentials takes those of ``OPENAI_BASE_URL`` when
         both name the same endpoint (a saved agent loaded in a process that has them).
         """
-        configured = Endpoint.parse(self.resolved_base_url())
+        try:
+            configured = Endpoint.parse(self.resolved_base_url())
+        except ValueError:  # only OPENAI_BASE_URL can get here: base_url is validated
+            raise ModelConfigError(
+                "OPENAI_BASE_URL is not a usable URL.",
+                hint="Check its host and port, or pass base_url in with_llm_config.",
+            ) from None
         if self.base_url and not configured.has_credentials:
-            environment = Endpoint.parse(os.environ.get("OPENAI_BASE_URL"))
+            try:
+                environment = Endpoint.parse(os.environ.get("OPENAI_BASE_URL"))
+            except ValueError:
+                return configured
             if environment.url == configured.url:
                 return environment
         return configured

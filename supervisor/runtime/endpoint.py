@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import importlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
@@ -37,9 +37,9 @@ class Endpoint:
     """
 
     url: str | None
-    query: tuple[tuple[str, str], ...] = ()
-    username: str | None = None
-    password: str | None = None
+    query: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    username: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, base_url: str | None) -> Endpoint:

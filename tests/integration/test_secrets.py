@@ -249,3 +249,14 @@ def test_browser_sensitive_data_stays_out_of_the_config_and_the_traces(
     exported = _everything_exported(provider.ledger)
     assert "could not type" in exported and "<secret>pw</secret>" in exported
     assert SENSITIVE not in exported and "otp-Value-551" not in exported
+
+
+def test_an_unusable_base_url_is_a_typed_error_that_does_not_echo_it() -> None:
+    from supervisor.runtime.errors import ModelConfigError
+
+    with pytest.raises(ModelConfigError) as caught:
+        MemAgentBuilder().with_llm_config(
+            {"provider": "openai", "model": "m", "base_url": f"http://u:{PASSWORD}@h:port/v1"}
+        )
+    assert caught.value.code == "model_config_invalid"
+    assert PASSWORD not in str(caught.value) and "base_url" in str(caught.value)
