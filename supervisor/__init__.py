@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "governed_tool": "supervisor.tools.governed",
     "GovernedTool": "supervisor.tools.governed",
+    "Secret": "supervisor.tools.schema",
     "ToolRegistry": "supervisor.tools.registry",
     "ToolCallResult": "supervisor.tools.dispatch",
     "ToolCallError": "supervisor.tools.errors",
@@ -48,6 +49,7 @@ __all__ = [
     "ProposalStatus",
     "RunResult",
     "SQLModelProvider",
+    "Secret",
     "SupervisorError",
     "ToolCallError",
     "ToolCallResult",
@@ -80,6 +82,7 @@ if TYPE_CHECKING:
     from supervisor.tools.governed import GovernedTool, governed_tool
     from supervisor.tools.policy import ToolPolicy
     from supervisor.tools.registry import ToolRegistry
+    from supervisor.tools.schema import Secret
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -27,6 +27,10 @@ class ContextPolicy(BaseModel):
         max_attempts_per_call: Identical calls (same tool, same arguments) beyond this in one
             run are refused unrun, so a looping model cannot hammer a tool.
         max_model_turns: Model round trips per run before the run stops as ``limit_reached``.
+        max_result_chars: The longest tool result (JSON text) that reaches the model inline.
+            A longer one is offloaded as a pointer when a ``ToolResultPolicy`` is set, and
+            otherwise replaced by a ``result_too_large`` error: it never reaches the model or
+            a checkpoint whole.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -40,6 +44,7 @@ class ContextPolicy(BaseModel):
     max_tool_calls_per_turn: int = Field(default=16, ge=1, le=256)
     max_attempts_per_call: int = Field(default=3, ge=1, le=100)
     max_model_turns: int = Field(default=24, ge=1, le=1000)
+    max_result_chars: int = Field(default=100_000, ge=1_000, le=10_000_000)
 
     def permits(self, tool_name: str, domains: tuple[str, ...]) -> bool:
         """Whether a tool is in scope: allowlists and domains are applied before any ranking."""

@@ -9,6 +9,7 @@ from sqlalchemy.engine import Engine
 from supervisor.ledger.clock import Clock
 from supervisor.ledger.policy import ApprovalPolicy
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.redact import KnownSecrets
 from supervisor.store.engine import Synchronous, create_ledger_engine, resolve_url
 from supervisor.store.migrate import ensure_schema
 from supervisor.store.repository import Repository
@@ -44,6 +45,9 @@ class SQLModelProvider:
         self._engine: Engine | None = None
         self._repository: Repository | None = None
         self._ledger: ApprovalLedger | None = None
+        self.trace_secrets = KnownSecrets()
+        """Secret values (API keys, endpoint credentials...) replaced in every trace event
+        written through this provider's ledger; agents add theirs when they are built."""
 
     def _open(self) -> ApprovalLedger:
         with self._lock:
@@ -57,6 +61,7 @@ class SQLModelProvider:
                 self._engine = engine
                 self._repository = Repository(engine)
                 self._ledger = ApprovalLedger(self._repository, self._clock, policy=self._policy)
+                self._ledger.trace_secrets = self.trace_secrets
             return self._ledger
 
     @property

@@ -54,6 +54,21 @@ CHROMIUM_ARGS = (
 (the worker process itself is the isolation boundary, see docs/browser.md)."""
 
 
+SENSITIVE_DATA_ENV = "SUPERVISOR_BROWSER_SENSITIVE_DATA"
+"""Environment variable that carries a task's ``sensitive_data`` (JSON) to its worker only."""
+
+SensitiveData = dict[str, str | dict[str, str]]
+"""browser-use's form: placeholder -> value, or domain pattern -> {placeholder: value}."""
+
+
+def sensitive_values(data: SensitiveData) -> list[str]:
+    """Every secret value in ``data`` (flat or per domain)."""
+    values: list[str] = []
+    for value in data.values():
+        values.extend(value.values() if isinstance(value, dict) else [value])
+    return values
+
+
 class ChromiumNotFound(RuntimeError):
     """No Chromium executable was configured or found."""
 
@@ -109,6 +124,8 @@ class BrowserWorkerConfig(BaseModel):
         max_steps: Most agent steps.
         approval_timeout: Seconds to wait for a decision (also the proposals' TTL).
         result_path: Where the worker writes its JSON result.
+        sensitive_data: browser-use's ``sensitive_data``; in memory only (never serialised: it
+            reaches the worker through :data:`SENSITIVE_DATA_ENV`).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -126,6 +143,7 @@ class BrowserWorkerConfig(BaseModel):
     max_steps: int = Field(default=20, ge=1)
     approval_timeout: float = Field(default=600.0, gt=0)
     result_path: str | None = None
+    sensitive_data: SensitiveData = Field(default_factory=dict, exclude=True, repr=False)
 
 
 class BrowserRunResult(BaseModel):

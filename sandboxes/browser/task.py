@@ -12,6 +12,7 @@ Nothing here imports browser-use; only the worker process does.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -23,7 +24,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sandboxes.browser.config import BrowserRunResult, BrowserWorkerConfig
+from sandboxes.browser.config import (
+    SENSITIVE_DATA_ENV,
+    BrowserRunResult,
+    BrowserWorkerConfig,
+    SensitiveData,
+)
 from sandboxes.browser.policy import BrowserPolicy
 
 STOP_GRACE_SECONDS = 5.0
@@ -107,6 +113,10 @@ class BrowserTask:
         llm_config: Alternative to the three above: ``{"model", "base_url", "api_key"}``.
         ledger_url: The ledger URL; defaults to ``$SUPERVISOR_DB`` or the embedded file.
         provider: Alternatively a ``SQLModelProvider`` whose URL is used.
+        sensitive_data: browser-use's ``sensitive_data`` (placeholder -> value, or domain ->
+            {placeholder: value}): the model sees only the placeholders. Passed by environment
+            only (never in the config file), and every value is redacted from the worker's
+            trace events and result.
         worker_options: Other `BrowserWorkerConfig` fields (``max_steps``, ``approval_timeout``,
             ``owner``, ``thread_id``, ``chromium_path``, ``worker_id``, ...).
     """
@@ -123,9 +133,14 @@ class BrowserTask:
         llm_config: Mapping[str, Any] | None = None,
         ledger_url: str | None = None,
         provider: Any = None,
+        sensitive_data: Mapping[str, str | Mapping[str, str]] | None = None,
         **worker_options: Any,
     ) -> None:
         llm = dict(llm_config or {})
+        self._sensitive_data: SensitiveData = {
+            key: dict(value) if isinstance(value, Mapping) else value
+            for key, value in (sensitive_data or {}).items()
+        }
         base_policy = policy or BrowserPolicy()
         domains = tuple(dict.fromkeys((*base_policy.allowed_domains, *allowed_domains)))
         if ledger_url is None and provider is not None:
@@ -158,6 +173,9 @@ class BrowserTask:
         child_env = {**os.environ, **(env or {})}
         if self._api_key:
             child_env["OPENAI_API_KEY"] = self._api_key
+        child_env.pop(SENSITIVE_DATA_ENV, None)
+        if self._sensitive_data:
+            child_env[SENSITIVE_DATA_ENV] = json.dumps(self._sensitive_data)
         process = subprocess.Popen(
             [sys.executable, "-m", "sandboxes.browser.worker", "--config", str(config_path)],
             env=child_env,

@@ -29,19 +29,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import TypeAdapter
+
 from sandboxes.browser.config import (
     CHROMIUM_ARGS,
     QUIET_ENV,
+    SENSITIVE_DATA_ENV,
     BrowserRunResult,
     BrowserWorkerConfig,
+    SensitiveData,
     find_chromium,
+    sensitive_values,
 )
 from sandboxes.browser.policy import BrowserPolicy
 from supervisor.ledger.models import ProcessRecord
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.redact import KnownSecrets
 
 if TYPE_CHECKING:
     from sandboxes.browser.gate import ApprovalGate
+    from supervisor.provider import SQLModelProvider
 
 PROCESS_KIND = "browser_worker"
 HEARTBEAT_SECONDS = 2.0
@@ -129,6 +136,7 @@ def _build_agent(config: BrowserWorkerConfig, gate: ApprovalGate, workdir: Path)
         step_timeout=int(config.approval_timeout) + 120,
         file_system_path=str(workdir / "files"),
         enable_signal_handler=False,
+        sensitive_data=dict(config.sensitive_data) or None,
     )
 
 
@@ -180,11 +188,11 @@ def run_worker(config: BrowserWorkerConfig) -> BrowserRunResult:
     Returns:
         The run's summary (also written to ``config.result_path`` when set).
     """
+    config = take_sensitive_data(config)
     workdir = Path(tempfile.mkdtemp(prefix="supervisor-browser-"))
     quiet_environment(workdir)
-    from supervisor.provider import SQLModelProvider
-
-    provider = SQLModelProvider(config.ledger_url)
+    provider = open_worker_provider(config)
+    secrets = provider.trace_secrets
     ledger = provider.ledger
     _record(config, ledger)
     from sandboxes.browser.gate import ApprovalGate
@@ -218,6 +226,7 @@ def run_worker(config: BrowserWorkerConfig) -> BrowserRunResult:
         with contextlib.suppress(Exception):
             ledger.heartbeat(config.worker_id, status=status, exit_code=exit_code)
         shutil.rmtree(workdir, ignore_errors=True)
+        result = _redacted(result, secrets)
         if config.result_path:
             Path(config.result_path).write_text(
                 result.model_copy(update={"exit_code": exit_code}).model_dump_json(),
@@ -225,6 +234,45 @@ def run_worker(config: BrowserWorkerConfig) -> BrowserRunResult:
             )
         provider.close()
     return result.model_copy(update={"exit_code": exit_code})
+
+
+def take_sensitive_data(config: BrowserWorkerConfig) -> BrowserWorkerConfig:
+    """``config`` with the ``sensitive_data`` its task passed in :data:`SENSITIVE_DATA_ENV`.
+
+    The variable is removed from this process's environment first, so Chromium and anything
+    else the worker starts never inherit it.
+
+    Raises:
+        ValueError: The variable is not a JSON object of the browser-use form.
+    """
+    raw = os.environ.pop(SENSITIVE_DATA_ENV, None)
+    if not raw:
+        return config
+    data = TypeAdapter(SensitiveData).validate_json(raw)
+    return config.model_copy(update={"sensitive_data": data})
+
+
+def open_worker_provider(config: BrowserWorkerConfig) -> SQLModelProvider:
+    """The worker's ledger provider, knowing the task's secrets (``sensitive_data`` values and
+    the model's API key): every trace event the worker writes has them replaced."""
+    from supervisor.provider import SQLModelProvider
+
+    provider = SQLModelProvider(config.ledger_url)
+    provider.trace_secrets.add(
+        *sensitive_values(config.sensitive_data), os.environ.get("OPENAI_API_KEY")
+    )
+    return provider
+
+
+def _redacted(result: BrowserRunResult, secrets: KnownSecrets) -> BrowserRunResult:
+    """``result`` with known secret values replaced in its text."""
+    final = result.final_result
+    return result.model_copy(
+        update={
+            "final_result": secrets.redact_text(final) if final else final,
+            "errors": tuple(secrets.redact_text(error) for error in result.errors),
+        }
+    )
 
 
 def _run_until_signalled(

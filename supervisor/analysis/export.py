@@ -13,6 +13,12 @@ agent-supervisor``), one scope, and per run a trace whose id is derived from the
 
 Ids are lowercase hex (trace 32, span 16 digits); 64-bit integers (timestamps) are decimal
 strings, as the protobuf JSON mapping requires. Only content-free evidence is exported.
+
+Both formats pass every event through :func:`redacted_event` first: known secret values were
+replaced when the event was written (see ``ApprovalLedger.trace_secrets``); here the pattern
+pass of :mod:`supervisor.redact` and this process's secret environment values run again over
+its reason code and payload strings, for events written by any process. Pattern redaction is
+best effort (docs/results.md, "Guarantees and limits").
 """
 
 from __future__ import annotations
@@ -26,17 +32,29 @@ from typing import IO, Any
 from supervisor import __version__
 from supervisor.analysis.analyzer import USABLE
 from supervisor.ledger.models import TraceEvent
+from supervisor.redact import redact, redact_data
 
 SPAN_KIND_INTERNAL = 1
 SPAN_KIND_CLIENT = 3
 STATUS_UNSET, STATUS_OK, STATUS_ERROR = 0, 1, 2
 
 
+def redacted_event(event: TraceEvent) -> TraceEvent:
+    """``event`` with secrets redacted from its reason code and payload strings."""
+    reason = event.reason_code
+    return event.model_copy(
+        update={
+            "reason_code": redact(reason) if reason else reason,
+            "payload": redact_data(event.payload),
+        }
+    )
+
+
 def export_jsonl(events: Iterable[TraceEvent], out: IO[str]) -> int:
-    """Write one JSON object per event; returns how many were written."""
+    """Write one JSON object per event (redacted); returns how many were written."""
     written = 0
     for event in events:
-        out.write(event.model_dump_json() + "\n")
+        out.write(redacted_event(event).model_dump_json() + "\n")
         written += 1
     return written
 
@@ -201,7 +219,7 @@ def otlp_document(events: Iterable[TraceEvent]) -> dict[str, Any]:
     """The OTLP/JSON ``ExportTraceServiceRequest`` for ``events`` (see the module docstring)."""
     grouped: dict[str, list[TraceEvent]] = {}
     for event in events:
-        grouped.setdefault(_trace_key(event), []).append(event)
+        grouped.setdefault(_trace_key(event), []).append(redacted_event(event))
     spans: list[dict[str, Any]] = []
     for key, group in grouped.items():
         spans.extend(_trace_spans(key, group))

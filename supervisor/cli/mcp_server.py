@@ -9,12 +9,19 @@ from supervisor.cli.proposals import db_option, open_ledger
 
 @click.command("mcp-server")
 @db_option
-def mcp_server(db_url: str | None) -> None:
+@click.option(
+    "--show-values",
+    is_flag=True,
+    help="Show proposal argument values after best-effort secret redaction (default: keys "
+    "and sizes only).",
+)
+def mcp_server(db_url: str | None, show_values: bool) -> None:
     """Serve pending proposals, outcome evidence and trace statistics over MCP (stdio).
 
     Read-only, with no approve tool on purpose: approval belongs to a human in a trusted host.
+    Proposal arguments are shown as keys and sizes unless --show-values is given.
     """
     from supervisor.mcp.server import build_server
 
     with open_ledger(db_url) as ledger:
-        build_server(ledger).run("stdio")
+        build_server(ledger, show_values=show_values).run("stdio")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -21,9 +23,56 @@ from supervisor.ledger.models import (
     TraceEvent,
 )
 from supervisor.ledger.retention import TraceRetention
+from supervisor.redact import KnownSecrets
 
 CHECKPOINT_SCHEMA_VERSION = 1
 PREVIEW_CHARS = 500
+JSON_MEDIA_TYPE = "application/json"
+TEXT_MEDIA_TYPE = "text/plain"
+BINARY_MEDIA_TYPE = "application/octet-stream"
+_TEXT_SUBTYPE = re.compile(r"^text/[a-z0-9][a-z0-9.+-]{0,60}$")
+
+
+def blob_preview(content: bytes) -> str:
+    """The first characters of ``content`` as text (undecodable bytes shown as U+FFFD)."""
+    return content[: PREVIEW_CHARS * 4].decode("utf-8", errors="replace")[:PREVIEW_CHARS]
+
+
+def blob_media_type(content: bytes, declared: str) -> str:
+    """The media type to show for ``content``: ``declared`` when the content bears it out
+    (``application/json`` parses as JSON, ``text/...`` is UTF-8, ``application/octet-stream``
+    is anything), else what the content is: JSON, UTF-8 text or bytes."""
+    if declared == BINARY_MEDIA_TYPE:
+        return declared
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return BINARY_MEDIA_TYPE
+    if _TEXT_SUBTYPE.match(declared):
+        return declared
+    try:
+        json.loads(text)
+    except ValueError:
+        return TEXT_MEDIA_TYPE
+    return JSON_MEDIA_TYPE
+
+
+def verified_blob(digest: str, content: bytes, declared_media_type: str) -> Blob:
+    """A blob whose every field comes from ``content`` that hashes to ``digest``.
+
+    Size and preview are computed from the content, and the media type is checked against it,
+    so nothing stored beside the content (and not covered by the digest) reaches a viewer.
+
+    Raises:
+        BlobCorrupted: ``content`` does not hash to ``digest``.
+    """
+    actual = sha256_hex(content)
+    if actual != digest:
+        raise BlobCorrupted(digest, actual=actual)
+    return Blob(
+        sha256=digest, size=len(content), media_type=blob_media_type(content, declared_media_type),
+        preview=blob_preview(content), content=content,
+    )  # fmt: skip
 
 
 class RecordsServiceMixin(LedgerBase):
@@ -88,14 +137,42 @@ class RecordsServiceMixin(LedgerBase):
         with self.repository.read() as tx:
             return tx.latest_checkpoint(agent_id, thread_id)
 
+    _trace_secrets: KnownSecrets | None = None
+
+    @property
+    def trace_secrets(self) -> KnownSecrets:
+        """Secret values replaced in every trace event this ledger writes, whoever wrote it
+        (a provider shares its own; agents add their API key and endpoint credentials)."""
+        if self._trace_secrets is None:
+            self._trace_secrets = KnownSecrets()
+        return self._trace_secrets
+
+    @trace_secrets.setter
+    def trace_secrets(self, secrets: KnownSecrets) -> None:
+        self._trace_secrets = secrets
+
+    def redact_trace_event(self, event: TraceEvent) -> TraceEvent:
+        """``event`` with every known secret value replaced in its reason code and payload."""
+        secrets = self._trace_secrets
+        if not secrets:
+            return event
+        reason = event.reason_code
+        return event.model_copy(
+            update={
+                "reason_code": secrets.redact_text(reason) if reason else reason,
+                "payload": secrets.redact_data(event.payload),
+            }
+        )
+
     def append_trace(self, events: Iterable[TraceEvent]) -> int:
         """Append trace events in one transaction; returns how many were written.
 
-        Every ``trace_retention.prune_every`` events appended through this handle, one short
-        pruning pass follows (at most ``trace_retention.batch`` deletions). A pass that fails
-        (the ledger busy, say) is left to the next one: the events were written either way.
+        Known secret values (:attr:`trace_secrets`) are replaced first. Every
+        ``trace_retention.prune_every`` events appended through this handle, one short pruning
+        pass follows (at most ``trace_retention.batch`` deletions). A pass that fails (the ledger
+        busy, say) is left to the next one: the events were written either way.
         """
-        batch = list(events)
+        batch = [self.redact_trace_event(event) for event in events]
         with self.repository.write(audited=False) as tx:
             tx.insert_trace_events(batch)
         retention = self.trace_retention
@@ -165,8 +242,10 @@ class RecordsServiceMixin(LedgerBase):
             The blob's metadata (without content).
         """
         digest = sha256_hex(content)
-        preview = content[: PREVIEW_CHARS * 4].decode("utf-8", errors="replace")[:PREVIEW_CHARS]
-        blob = Blob(sha256=digest, size=len(content), media_type=media_type, preview=preview)
+        kind = blob_media_type(content, media_type)
+        blob = Blob(
+            sha256=digest, size=len(content), media_type=kind, preview=blob_preview(content)
+        )
         with self.repository.write(audited=False) as tx:
             if tx.blob_row(digest) is None:
                 tx.insert_blob(blob.model_copy(update={"content": content}), self._now())
@@ -175,6 +254,9 @@ class RecordsServiceMixin(LedgerBase):
     def get_blob(self, digest: str) -> Blob | None:
         """A blob with its content, after checking the content still hashes to ``digest``.
 
+        Size, preview and media type are derived from the verified content (see
+        :func:`verified_blob`), never read from the row's other columns.
+
         Raises:
             BlobCorrupted: The stored content no longer matches the digest.
         """
@@ -182,14 +264,22 @@ class RecordsServiceMixin(LedgerBase):
             row = tx.blob_row(digest)
             if row is None:
                 return None
-            content = row.content or b""
-            actual = sha256_hex(content)
-            if actual != digest:
-                raise BlobCorrupted(digest, actual=actual)
-            return Blob(
-                sha256=row.sha256, size=row.size, media_type=row.media_type,
-                preview=row.preview, content=content,
-            )  # fmt: skip
+            return verified_blob(digest, row.content or b"", row.media_type)
+
+    def issue_result_pointer(
+        self, digest: str, *, agent_id: str, thread_id: str, user_id: str | None
+    ) -> None:
+        """Record that the offloaded result ``digest`` was handed to this agent thread and user,
+        the only ones that may read it back (see :mod:`supervisor.runtime.offload`)."""
+        with self.repository.write(audited=False) as tx:
+            tx.insert_result_pointer(digest, agent_id, thread_id, user_id or "", self._now())
+
+    def result_pointer_issued(
+        self, digest: str, *, agent_id: str, thread_id: str, user_id: str | None
+    ) -> bool:
+        """Whether the offloaded result ``digest`` was handed to this agent thread and user."""
+        with self.repository.read() as tx:
+            return tx.result_pointer_exists(digest, agent_id, thread_id, user_id or "")
 
     def upsert_tool(self, tool: ToolRecord) -> ToolRecord:
         """Register or update a tool by its stable handle."""

@@ -1,9 +1,16 @@
 """``supervisor mcp-server``: a read-only MCP view of the ledger for other agents and tools.
 
-Tools (all annotated ``readOnlyHint``): list pending proposals (arguments with secrets
-redacted), read content-free outcome evidence, and the trace analyzer's statistics. There is
-deliberately no approve, reject or cancel tool: approval belongs to a human in a trusted host
-(the TUI, the CLI or SDK host code), never to a model talking MCP.
+Tools (all annotated ``readOnlyHint``): list pending proposals, read content-free outcome
+evidence, and the trace analyzer's statistics. There is deliberately no approve, reject or
+cancel tool: approval belongs to a human in a trusted host (the TUI, the CLI or SDK host code),
+never to a model talking MCP.
+
+Proposal arguments (and execution targets) are shown as **keys and sizes** by default: every
+object's keys, and for each leaf only its type and size (``"<string: 12 chars>"``). A client of
+this server is another agent, so nothing it could not be trusted with is shown: pattern
+redaction finds only the secrets it has a shape for, while a view without values has none to
+leak. ``show_values=True`` (``supervisor mcp-server --show-values``) shows the values after
+best-effort redaction (:func:`redact_value`).
 """
 
 from __future__ import annotations
@@ -22,15 +29,18 @@ from supervisor.ledger.service import ApprovalLedger
 from supervisor.redact import REDACTED, redact
 
 INSTRUCTIONS = (
-    "Read-only view of the Agent Supervisor ledger: pending proposals (secrets redacted), "
+    "Read-only view of the Agent Supervisor ledger: pending proposals (arguments as keys and "
+    "sizes unless the operator chose redacted values), "
     "content-free outcome evidence and trace statistics. This server has no approve, reject "
     "or cancel tool on purpose: approval belongs to a human in a trusted host (the supervisor "
     "TUI, CLI or SDK), and nothing said over MCP can approve a call."
 )
 _SECRET_KEY = re.compile(
-    r"(?i)(pass(word|wd)?|pwd|secret|token|api[_-]?key|apikey|auth|credential|cookie|"
-    r"session|private[_-]?key|signature|ssn|card[_-]?number|cvv)"
+    r"(?i)(pass(word|wd|phrase|code)?|pwd|secret|token|api[_-]?key|apikey|auth|credential|"
+    r"cookie|session|private[_-]?key|signature|ssn|card[_-]?number|cvv|mnemonic|"
+    r"(?:^|[^a-z])(pin|otp|totp|iban|seed|recovery)(?:[^a-z]|$))"
 )
+ARGUMENT_MODES = ("keys_and_sizes", "redacted_values")
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 _EVIDENCE_KINDS = ("tool_result", "approval", "tool_schema_changed", "mcp_elicitation")
 _OUTCOME_FIELDS = (
@@ -54,15 +64,36 @@ def redact_value(value: Any) -> Any:
     return value
 
 
-def proposal_view(proposal: Proposal) -> dict[str, Any]:
-    """What the MCP server shows of a proposal: no approver context, redacted arguments."""
+def shape_value(value: Any) -> Any:
+    """``value`` reduced to keys and sizes: objects keep their (redacted) keys, every other
+    value becomes a description of its type and size, such as ``"<string: 12 chars>"``."""
+    if isinstance(value, dict):
+        return {redact(str(key)): shape_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return f"<array: {len(value)} items>"
+    if isinstance(value, str):
+        return f"<string: {len(value)} chars>"
+    if isinstance(value, bool):
+        return "<boolean>"
+    if isinstance(value, int):
+        return "<integer>"
+    if isinstance(value, float):
+        return "<number>"
+    return "<null>" if value is None else f"<{type(value).__name__}>"
+
+
+def proposal_view(proposal: Proposal, *, show_values: bool = False) -> dict[str, Any]:
+    """What the MCP server shows of a proposal: no approver context, and arguments as keys
+    and sizes (or, with ``show_values``, values after best-effort redaction)."""
+    view = redact_value if show_values else shape_value
     return {
         "proposal_id": proposal.proposal_id,
         "tool_name": proposal.tool_name,
         "tool_schema_hash": proposal.tool_schema_hash,
-        "arguments": redact_value(proposal.arguments),
+        "arguments_mode": ARGUMENT_MODES[1] if show_values else ARGUMENT_MODES[0],
+        "arguments": view(proposal.arguments),
         "args_hash": proposal.args_hash,
-        "execution_target": redact_value(proposal.execution_target),
+        "execution_target": view(proposal.execution_target),
         "policy_reason": proposal.policy_reason,
         "owner": proposal.owner,
         "user": proposal.user,
@@ -110,8 +141,14 @@ def _latest(
         after = batch[-1].event_id or after
 
 
-def build_server(ledger: ApprovalLedger) -> MCPServer:
-    """The read-only MCP server over ``ledger`` (no approval tool, on purpose)."""
+def build_server(ledger: ApprovalLedger, *, show_values: bool = False) -> MCPServer:
+    """The read-only MCP server over ``ledger`` (no approval tool, on purpose).
+
+    Args:
+        ledger: The ledger to show.
+        show_values: Show argument values after best-effort redaction instead of keys and
+            sizes only (see the module docstring).
+    """
     server: MCPServer = MCPServer(
         "agent-supervisor", instructions=INSTRUCTIONS, version=__version__
     )
@@ -120,13 +157,14 @@ def build_server(ledger: ApprovalLedger) -> MCPServer:
     def list_pending_proposals(
         agent_id: str | None = None, tool_name: str | None = None, limit: int = 50
     ) -> dict[str, Any]:
-        """List pending proposals awaiting a human decision, oldest first, with secret-looking
-        arguments redacted. Read-only: deciding happens in a trusted host, not over MCP."""
+        """List pending proposals awaiting a human decision, oldest first. Arguments are shown
+        as keys and sizes (``arguments_mode``). Read-only: deciding happens in a trusted host,
+        not over MCP."""
         page = ledger.list(
             status=ProposalStatus.PENDING, owner=agent_id, tool_name=tool_name,
             limit=max(1, min(limit, 500)),
         )  # fmt: skip
-        items = [proposal_view(proposal) for proposal in page.items]
+        items = [proposal_view(proposal, show_values=show_values) for proposal in page.items]
         return {"proposals": items, "count": len(items), "more": page.next_cursor is not None}
 
     @server.tool(annotations=_READ_ONLY)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from supervisor.canonical import canonical_hash
@@ -13,12 +14,15 @@ from supervisor.policies import ContextPolicy
 from supervisor.provider import SQLModelProvider
 from supervisor.runtime import resume as _resume
 from supervisor.runtime.config import AgentConfig, LLMConfig
+from supervisor.runtime.delivery import Delivery, deliver_result
 from supervisor.runtime.engine import Refusal, TurnEngine, unknown_tool
 from supervisor.runtime.errors import AgentNotFound, CheckpointTooNew
 from supervisor.runtime.llm import ChatModel, ModelToolCall
+from supervisor.runtime.pointers import pointer_scope
 from supervisor.runtime.results import ApprovalResumeResult, RunResult, RunStatus
 from supervisor.runtime.state import RUN_STATE_VERSION, RunState
 from supervisor.runtime.trace import RunTracer
+from supervisor.tools.dispatch import ToolCallResult
 from supervisor.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -46,14 +50,17 @@ class MemAgent:
         toolbox: Any = None,
         offloader: ResultOffloader | None = None,
         cache: SemanticCache | None = None,
+        base_url: str | None = None,
     ) -> None:
         self.config = config
         self.provider = provider
         self.tools = registry
+        live = {"api_key": api_key, "base_url": base_url}  # credentials: memory only, never saved
         llm = LLMConfig.from_mapping(
-            {**config.llm, **({"api_key": api_key} if api_key is not None else {})}
+            {**config.llm, **{key: value for key, value in live.items() if value is not None}}
         )
         self.model = ChatModel(llm)
+        provider.trace_secrets.add(*llm.secret_values())
         self.toolbox = toolbox
         self.offloader = offloader
         self.cache = cache
@@ -107,7 +114,8 @@ class MemAgent:
             cached = self.cache.lookup(self.agent_id, context, query)
             if cached is not None:
                 return self._finish(self._cached_run(messages, state, tracer, cached))
-        result = self.engine.run_loop(messages, state, tracer)
+        with self.pointer_scope(thread_id, user_id):
+            result = self.engine.run_loop(messages, state, tracer)
         if (
             self.cache is not None
             and fresh_thread
@@ -250,12 +258,17 @@ class MemAgent:
 
         return handle_meta_call(self, call, state)
 
-    def deliver(self, tool_name: str, call_id: str, content: str) -> tuple[str, str | None]:
-        """What the model receives for a result: inline, or a pointer to a stored blob."""
-        if self.offloader is None:
-            return content, None
-        decision = self.offloader.offload(tool_name, call_id, content)
-        return decision.model_content, decision.digest
+    def deliver(self, tool_name: str, call_id: str, result: ToolCallResult) -> Delivery:
+        """What the model receives for a result: inline, a pointer to a stored blob, or a
+        ``result_too_large`` refusal (see :mod:`supervisor.runtime.delivery`)."""
+        return deliver_result(
+            tool_name, call_id, result, offloader=self.offloader,
+            max_chars=self.config.context_policy.max_result_chars,
+        )  # fmt: skip
+
+    def pointer_scope(self, thread_id: str, user_id: str | None) -> AbstractContextManager[Any]:
+        """Offloaded results issued and read in the block belong to this thread and user."""
+        return pointer_scope(self.agent_id, thread_id, user_id)
 
     # -- checkpoints -----------------------------------------------------------------------
 

@@ -152,6 +152,7 @@ class MemAgentBuilder:
         name = self._name or "agent"
         llm = dict(self._llm)
         api_key = llm.pop("api_key", None)
+        base_url = llm.get("base_url")  # with its credentials, for this process only
         config = AgentConfig(
             agent_id=agent_id,
             name=name,
@@ -171,7 +172,7 @@ class MemAgentBuilder:
         )
         return assemble(
             config, provider, registry, api_key=api_key, toolbox=self._toolbox,
-            embedder=self._embedder,
+            embedder=self._embedder, base_url=base_url,
         )  # fmt: skip
 
     def build_and_save(self) -> MemAgent:
@@ -187,8 +188,13 @@ def assemble(
     api_key: str | None = None,
     toolbox: Any = None,
     embedder: Any = None,
+    base_url: str | None = None,
 ) -> MemAgent:
-    """Wire an agent from its configuration (shared by ``build`` and ``MemAgent.load``)."""
+    """Wire an agent from its configuration (shared by ``build`` and ``MemAgent.load``).
+
+    ``api_key`` and ``base_url`` (with any credentials it carries) live in this process only:
+    ``config`` holds the saved form, without them.
+    """
     offloader = None
     if config.tool_result_policy is not None:
         from supervisor.runtime.offload import ResultOffloader, expansion_tools
@@ -209,5 +215,5 @@ def assemble(
         )
     return MemAgent(
         config, provider, registry, api_key=api_key, toolbox=toolbox, offloader=offloader,
-        cache=cache,
+        cache=cache, base_url=base_url,
     )  # fmt: skip

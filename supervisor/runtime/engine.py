@@ -271,8 +271,9 @@ class TurnEngine:
         self, state: RunState, tracer: RunTracer, call_id: str, tool_name: str,
         result: ToolCallResult,
     ) -> None:  # fmt: skip
-        content, blob_ref = self.agent.deliver(tool_name, call_id, result.model_content())
-        state.answered[call_id] = content
+        delivery = self.agent.deliver(tool_name, call_id, result)
+        result, blob_ref = delivery.result, delivery.blob_ref
+        state.answered[call_id] = delivery.content
         evidence = result.evidence()
         state.outcomes.append(outcome_record(tool_name, call_id, evidence))
         detail = result.error.detail if result.error is not None else None

@@ -3,7 +3,8 @@
 Transient failures (connection errors, timeouts, 408/409/429/5xx) are retried by the client with
 exponential backoff and jitter, honouring ``retry-after``, up to ``max_retries``. What still fails
 becomes :class:`~supervisor.runtime.errors.ModelUnavailable`, and the run stops without losing
-its state.
+its state. The client is given the endpoint without the credentials a ``base_url`` may carry
+(see :mod:`supervisor.runtime.endpoint`), so the client's own logs never show them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from supervisor.runtime.config import LLMConfig
+from supervisor.runtime.endpoint import credential_http_client
 from supervisor.runtime.errors import ModelUnavailable
 
 if TYPE_CHECKING:
@@ -65,11 +67,18 @@ class ChatModel:
             if self._client is None:
                 import openai
 
+                endpoint = self.config.endpoint()
+                options: dict[str, Any] = {}
+                if endpoint.has_credentials:
+                    options["http_client"] = credential_http_client(
+                        endpoint, openai.DefaultHttpxClient, timeout=self.config.timeout
+                    )
                 self._client = openai.OpenAI(
                     api_key=self.config.resolved_api_key(),
-                    base_url=self.config.resolved_base_url(),
+                    base_url=endpoint.url,
                     timeout=self.config.timeout,
                     max_retries=self.config.max_retries,
+                    **options,
                 )
             return self._client
 

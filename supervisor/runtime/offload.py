@@ -7,8 +7,13 @@ identifiers found in the result, and how to read it (``expand_result``) or searc
 (``search_result``). Every read re-hashes the stored content against the digest.
 
 The expansion tools' own results are never offloaded (:data:`NEVER_OFFLOAD`): each is bounded by
-the page limit, so a pointer can never lead to another pointer. The rules are in
-``docs/results.md``.
+the page limit, so a pointer can never lead to another pointer.
+
+A pointer is usable only where it was issued: each offload records the agent, thread and user
+of the run that produced it (:func:`~supervisor.runtime.pointers.pointer_scope`, set by the
+runtime around each run and resume), and a read from any other scope — another agent, thread
+or user, or a digest that was never an offloaded result such as a sandbox's output — is refused
+exactly like an unknown digest. The rules are in ``docs/results.md``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from supervisor.ledger.errors import BlobCorrupted
 from supervisor.ledger.models import Blob
 from supervisor.policies import ToolResultPolicy
 from supervisor.runtime.identifiers import extract_identifiers
+from supervisor.runtime.pointers import current_scope
 from supervisor.tools.governed import GovernedTool, governed_tool
 
 EXPAND_TOOL = "expand_result"
@@ -63,11 +69,19 @@ MaxHitsArg = Annotated[int, Field(ge=1, le=SEARCH_MAX_HITS, description="Most hi
 
 @runtime_checkable
 class BlobStore(Protocol):
-    """Where blobs live: the approval ledger satisfies it."""
+    """Where blobs and issued pointers live: the approval ledger satisfies it."""
 
     def put_blob(self, content: bytes, media_type: str = ...) -> Blob: ...
 
     def get_blob(self, digest: str) -> Blob | None: ...
+
+    def issue_result_pointer(
+        self, digest: str, *, agent_id: str, thread_id: str, user_id: str | None
+    ) -> None: ...
+
+    def result_pointer_issued(
+        self, digest: str, *, agent_id: str, thread_id: str, user_id: str | None
+    ) -> bool: ...
 
 
 class LedgerHolder(Protocol):
@@ -170,21 +184,34 @@ class ResultOffloader:
         """Whether ``content`` from ``tool_name`` would be replaced by a pointer."""
         return tool_name not in NEVER_OFFLOAD and len(content) > self.policy.offload_above_chars
 
-    def offload(self, tool_name: str, call_id: str, content: str) -> OffloadDecision:
+    def offload(
+        self, tool_name: str, call_id: str, content: str, *, force: bool = False
+    ) -> OffloadDecision:
         """Decide what the model receives for one tool result, storing it if it is large.
+
+        The pointer is issued to the current pointer scope (only it can read it back).
 
         Args:
             tool_name: The tool that produced the result.
             call_id: The model's tool-call id (recorded in the pointer for audit).
             content: The JSON text the model would receive.
+            force: Offload whatever the size (a result above the agent's inline cap); the
+                expansion tools' own results are still never offloaded.
 
         Returns:
             Inline content unchanged, or a pointer (JSON text) to the stored blob.
         """
-        if not self.should_offload(tool_name, content):
+        wanted = force and tool_name not in NEVER_OFFLOAD
+        if not (wanted or self.should_offload(tool_name, content)):
             return OffloadDecision(model_content=content)
         encoded = content.encode("utf-8")
-        blob = self.blobs.put_blob(encoded, MEDIA_TYPE)
+        blobs = self.blobs
+        blob = blobs.put_blob(encoded, MEDIA_TYPE)
+        scope = current_scope()
+        blobs.issue_result_pointer(
+            blob.sha256, agent_id=scope.agent_id, thread_id=scope.thread_id,
+            user_id=scope.user_id,
+        )  # fmt: skip
         digest = DIGEST_PREFIX + blob.sha256
         pointer = self._pointer(tool_name, call_id, content, digest, len(encoded))
         model_content = json.dumps(pointer, ensure_ascii=False)
@@ -201,21 +228,27 @@ class ResultOffloader:
 
         Raises:
             InvalidDigest: ``digest`` is malformed.
-            UnknownBlob: Nothing is stored under ``digest``.
+            UnknownBlob: No pointer to ``digest`` was issued to the current scope (another
+                agent's, thread's or user's result, a blob that is not an offloaded result,
+                or nothing at all: the same error for each).
             BlobIntegrityFailed: The stored content does not hash to ``digest``.
             BlobNotText: The blob is not UTF-8 text.
         """
         hex_digest = normalise_digest(digest)
+        blobs = self.blobs
+        scope = current_scope()
+        issued = blobs.result_pointer_issued(
+            hex_digest, agent_id=scope.agent_id, thread_id=scope.thread_id,
+            user_id=scope.user_id,
+        )  # fmt: skip
+        if not issued:
+            raise _unknown_blob(hex_digest)
         try:
-            blob = self.blobs.get_blob(hex_digest)
+            blob = blobs.get_blob(hex_digest)
         except BlobCorrupted as exc:
             raise _integrity_error(hex_digest, str(exc.details.get("actual", ""))) from None
         if blob is None:
-            raise UnknownBlob(
-                f"No offloaded result is stored under {DIGEST_PREFIX}{hex_digest}.",
-                hint="Use the digest from the offloaded_result pointer of this conversation.",
-                digest=DIGEST_PREFIX + hex_digest,
-            )
+            raise _unknown_blob(hex_digest)
         content = blob.content or b""
         actual = sha256_hex(content)
         if actual != hex_digest:
@@ -397,6 +430,15 @@ def _reported(read: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         return read()
     except OffloadError as error:
         return {"error": error.to_dict()}
+
+
+def _unknown_blob(hex_digest: str) -> UnknownBlob:
+    """The one refusal for a digest this scope may not read, whatever the reason."""
+    return UnknownBlob(
+        f"No offloaded result is stored under {DIGEST_PREFIX}{hex_digest}.",
+        hint="Use the digest from the offloaded_result pointer of this conversation.",
+        digest=DIGEST_PREFIX + hex_digest,
+    )
 
 
 def _integrity_error(hex_digest: str, actual: str) -> BlobIntegrityFailed:

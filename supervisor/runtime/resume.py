@@ -17,7 +17,7 @@ from supervisor.runtime.engine import outcome_record, refusal
 from supervisor.runtime.errors import CheckpointMissing
 from supervisor.runtime.llm import json_text, tool_message
 from supervisor.runtime.results import ApprovalResumeResult
-from supervisor.runtime.state import PendingCall
+from supervisor.runtime.state import PendingCall, RunState
 from supervisor.runtime.trace import RunTracer
 from supervisor.tools.errors import ToolCallError
 
@@ -156,11 +156,11 @@ def _execute(
         return ApprovalResumeResult(
             proposal=current, consumed=current.status.consumed, error_code=exc.code
         )
-    result = tool.execute(prepared, approved=True)
-    content, blob_ref = agent.deliver(tool.name, call.call_id, result.model_content())
-    if edited:
+    delivery = agent.deliver(tool.name, call.call_id, tool.execute(prepared, approved=True))
+    result, content, blob_ref = delivery.result, delivery.content, delivery.blob_ref
+    if edited:  # the delivered form (pointer or refusal for a large result), never more
         content = json_text({"edited_by_human": {"arguments": prepared.arguments}, "result": (
-            result.value)})  # fmt: skip
+            _parse(content))})  # fmt: skip
     stored = ledger.put_blob(content.encode("utf-8"), "application/json")
     evidence = result.evidence()
     if result.error is None:
@@ -198,6 +198,19 @@ def resume(agent: MemAgent, proposal_id: str, continue_model: bool) -> ApprovalR
         proposal = ledger.get(proposal_id)
     checkpoint, call = _checkpoint_call(agent, proposal)
     state = agent.load_state(checkpoint.state)
+    with agent.pointer_scope(checkpoint.thread_id, state.user_id):
+        return _resume_checkpoint(agent, proposal, checkpoint, call, state, continue_model)
+
+
+def _resume_checkpoint(
+    agent: MemAgent,
+    proposal: Proposal,
+    checkpoint: Checkpoint,
+    call: PendingCall,
+    state: RunState,
+    continue_model: bool,
+) -> ApprovalResumeResult:
+    ledger = agent.ledger
     tracer = RunTracer(ledger, agent.agent_id, checkpoint.thread_id, state.run_id)
     if proposal.status is _S.APPROVED:
         result = _execute(agent, proposal, call, tracer)

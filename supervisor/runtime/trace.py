@@ -42,7 +42,14 @@ class RunTracer:
         blob_ref: str | None = None,
         **payload: Any,
     ) -> None:
-        """Record one event (kinds: run, model_call, tool_call, tool_result, approval, ...)."""
+        """Record one event (kinds: run, model_call, tool_call, tool_result, approval, ...).
+
+        Known secret values (the ledger's ``trace_secrets``: API keys, endpoint credentials)
+        are replaced before the payload is bounded, so no cut can leave part of one behind.
+        """
+        secrets = self._ledger.trace_secrets
+        if secrets:
+            payload = secrets.redact_data(payload)
         self._buffer.append(
             TraceEvent(
                 at=self._ledger.clock.now(),

@@ -29,6 +29,7 @@ from supervisor.store.convert import (
     trace_from_row,
 )
 from supervisor.store.limits import LimitsMixin
+from supervisor.store.pointer_table import ResultPointerRow
 from supervisor.store.tables import (
     AgentRow,
     BlobRow,
@@ -40,6 +41,7 @@ from supervisor.store.tables import (
 
 _TRACE = SQLModel.metadata.tables[TraceEventRow.__tablename__]
 _BLOB = SQLModel.metadata.tables[BlobRow.__tablename__]
+_POINTER = SQLModel.metadata.tables[ResultPointerRow.__tablename__]
 
 
 class RecordsMixin(LimitsMixin):
@@ -151,6 +153,32 @@ class RecordsMixin(LimitsMixin):
             .on_conflict_do_nothing(index_elements=["sha256"])
         )
         self.session.connection().execute(statement)
+
+    # result pointers ---------------------------------------------------------------------
+    def insert_result_pointer(
+        self, digest: str, agent_id: str, thread_id: str, user_id: str, issued_at: datetime
+    ) -> None:
+        """Record that an offloaded result was handed to this agent thread and user (once)."""
+        insert = sqlite_insert if self.dialect == "sqlite" else postgresql_insert
+        statement = (
+            insert(_POINTER)
+            .values(
+                digest=digest,
+                agent_id=agent_id,
+                thread_id=thread_id,
+                user_id=user_id,
+                issued_at=issued_at,
+            )
+            .on_conflict_do_nothing(index_elements=["digest", "agent_id", "thread_id", "user_id"])
+        )
+        self.session.connection().execute(statement)
+
+    def result_pointer_exists(
+        self, digest: str, agent_id: str, thread_id: str, user_id: str
+    ) -> bool:
+        """Whether that exact pointer was issued."""
+        key = (digest, agent_id, thread_id, user_id)
+        return self.session.get(ResultPointerRow, key) is not None
 
     # tool registry -----------------------------------------------------------------------
     def upsert_tool(self, tool: ToolRecord, updated_at: datetime) -> None:

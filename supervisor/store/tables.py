@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema version this code writes; ``ledger_meta`` stores the ledger's own."""
 
 
@@ -161,7 +161,7 @@ class TraceEventRow(SQLModel, table=True):
     outcome_status: str | None = Field(default=None, max_length=50)
     reason_code: str | None = Field(default=None, max_length=200)
     payload_json: str = Field(sa_type=sa.Text, default="{}")
-    blob_ref: str | None = Field(default=None, max_length=64)
+    blob_ref: str | None = Field(default=None, max_length=80)  # "sha256:" + 64 hex digits
 
 
 class BlobRow(SQLModel, table=True):

@@ -13,9 +13,9 @@ Rules (in this order, each refusal without calling the function):
    the default".
 3. Defaults are applied and the validated values are bound to the Python signature by name.
 4. An exception inside the tool is ``tool_exception``: the model gets the code and a safe message,
-   the trace gets the redacted detail. A result that is not JSON data is
-   ``result_not_serializable``. A tool that requires approval refuses to run
-   (``approval_required``) unless the caller states the approval was claimed.
+   the trace gets the redacted detail (the values of ``Secret``-marked arguments removed too).
+   A result that is not JSON data is ``result_not_serializable``. A tool that requires approval
+   refuses to run (``approval_required``) unless the caller states the approval was claimed.
 """
 
 from __future__ import annotations
@@ -273,13 +273,29 @@ def _finish(tool: AnyTool, returned: Any, latency_ms: float) -> ToolCallResult:
     return ToolCallResult(tool.name, value, outcome, None, None, latency_ms)
 
 
+def secret_argument_values(tool: AnyTool, prepared: PreparedCall) -> list[str]:
+    """The values of the call's arguments the tool marks ``Secret`` (as text)."""
+    names = tool.signature.secret_parameters
+    if not names:
+        return []
+    values: list[str] = []
+    for name in names:
+        value = prepared.validated.__dict__.get(name)
+        if value is None:
+            continue
+        values.append(value if isinstance(value, str) else json.dumps(value, default=str))
+        if not isinstance(value, str | bool):
+            values.append(str(value))
+    return values
+
+
 def _exception_result(tool: AnyTool, prepared: PreparedCall, exc: Exception) -> ToolCallResult:
     frames = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=8))
     error = ToolCallError(
         "tool_exception",
         f"{tool.name} failed with {type(exc).__name__}; the details are in the supervisor trace.",
         tool.name,
-        detail=redact(frames),
+        detail=redact(frames, known=secret_argument_values(tool, prepared)),
     )
     return error_result(tool.name, error)
 

@@ -13,6 +13,7 @@ CallErrorCode = Literal[
     "reserved_argument",
     "tool_exception",
     "result_not_serializable",
+    "result_too_large",
     "approval_required",
 ]
 

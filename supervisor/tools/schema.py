@@ -12,7 +12,9 @@ what dispatch accepts cannot drift apart. Rules:
   a ``$ref`` into ``$defs``;
 * descriptions come from ``Annotated[..., Field(description=...)]`` first, then from the
   docstring's Google-style ``Args:`` section;
-* validation is strict: no str->int, str->bool or int->str coercion, NaN and Infinity refused.
+* validation is strict: no str->int, str->bool or int->str coercion, NaN and Infinity refused;
+* ``Annotated[str, Secret]`` marks a parameter secret: its value is redacted from anything the
+  call writes to traces (exception text included). The schema the model sees is unchanged.
 """
 
 from __future__ import annotations
@@ -35,6 +37,16 @@ from supervisor.tools.policy import RESERVED_PARAMETER_NAMES, is_reserved_name
 _ARGS_CONFIG = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
+class Secret:
+    """Marks a tool parameter whose value must never reach a trace or a log.
+
+    ``def login(user: str, password: Annotated[str, Secret]) -> dict: ...`` — the value the
+    model sent for ``password`` is replaced with ``[REDACTED]`` in the call's trace detail
+    (an exception's text and frames included). ``Secret`` and ``Secret()`` both work. Only
+    top-level parameters are marked; the value is still validated, proposed and run as usual.
+    """
+
+
 @dataclass(frozen=True)
 class CompiledSignature:
     """The validator and schema derived from one function's signature.
@@ -44,12 +56,14 @@ class CompiledSignature:
         parameters: JSON Schema of the arguments object.
         parameter_names: Declared parameters in signature order.
         description: Tool description for the model.
+        secret_parameters: Parameters marked ``Annotated[..., Secret]``.
     """
 
     args_model: type[BaseModel]
     parameters: dict[str, Any]
     parameter_names: tuple[str, ...]
     description: str
+    secret_parameters: frozenset[str] = frozenset()
 
 
 def compile_signature(
@@ -73,6 +87,7 @@ def compile_signature(
         ) from exc
     docs = parse_docstring(function.__doc__)
     fields: dict[str, Any] = {}
+    secret: set[str] = set()
     for name, parameter in signature.parameters.items():
         _check_parameter(tool_name, name, parameter)
         if name not in hints:
@@ -82,7 +97,9 @@ def compile_signature(
                 tool=tool_name,
                 argument=name,
             )
-        annotation = harden_annotation(hints[name])
+        if _is_secret(hints[name]):
+            secret.add(name)
+        annotation = harden_annotation(_without_secret(hints[name]))
         has_own_description = _annotated_description(annotation) is not None
         field_kwargs: dict[str, Any] = {}
         if not has_own_description and name in docs.arguments:
@@ -108,7 +125,27 @@ def compile_signature(
         parameters=parameters,
         parameter_names=tuple(signature.parameters),
         description=(description if description is not None else docs.summary).strip(),
+        secret_parameters=frozenset(secret),
     )
+
+
+def _is_secret_marker(meta: Any) -> bool:
+    return meta is Secret or isinstance(meta, Secret)
+
+
+def _is_secret(annotation: Any) -> bool:
+    return get_origin(annotation) is Annotated and any(
+        _is_secret_marker(meta) for meta in get_args(annotation)[1:]
+    )
+
+
+def _without_secret(annotation: Any) -> Any:
+    """``annotation`` without the :class:`Secret` marker (pydantic needs no part of it)."""
+    if not _is_secret(annotation):
+        return annotation
+    inner, *metadata = get_args(annotation)
+    kept = [meta for meta in metadata if not _is_secret_marker(meta)]
+    return Annotated[(inner, *kept)] if kept else inner
 
 
 def _parameter_hints(function: Callable[..., Any]) -> dict[str, Any]:

@@ -314,3 +314,49 @@ def _wait_for_pending(ledger: ApprovalLedger, timeout: float) -> Proposal:
         if records:
             cursor = records[-1].seq
     raise AssertionError("the worker filed no proposal in time")
+
+
+def test_sensitive_data_reaches_the_page_and_nothing_else(
+    provider: SQLModelProvider, chromium: str
+) -> None:
+    secret = "Sensitive-Hunter2-Zq8"
+    with BrowserSite() as site:
+        plan = Plan(
+            [
+                lambda page: {"navigate": {"url": site.url("/")}},
+                lambda page: {"input": {"index": element_index(page, "name=q"), "text": "alice"}},
+                lambda page: {
+                    "input": {
+                        "index": element_index(page, "type=password"),
+                        "text": "<secret>pw</secret>",
+                    }
+                },
+                lambda page: {"click": {"index": element_index(page, "<button")}},
+            ]
+        )
+        with ScriptedModel(plan) as model, Reviewer(provider.ledger, approve_all) as reviewer:
+            result = BrowserTask(
+                f"Sign up as alice on {site.url('/')}",
+                allowed_domains=[f"127.0.0.1:{site.port}"],
+                model=model.model_name,
+                base_url=model.base_url,
+                api_key="sk-test",
+                ledger_url=provider.url,
+                chromium_path=chromium,
+                max_steps=8,
+                approval_timeout=30.0,
+                owner="browser-test",
+                sensitive_data={"pw": secret},
+            ).run(timeout=RUN_TIMEOUT_S)
+        posts = site.seen("POST")
+
+    assert result.exit_code == 0, result
+    assert [p.form for p in posts] == [{"q": ["alice"], "pw": [secret]}]
+    (_, password_input) = reviewer.by_tool("browser.input")
+    assert password_input.arguments["text"] == "<secret>pw</secret>"
+    stored = [p.model_dump(mode="json") for p in reviewer.seen] + [
+        e.model_dump(mode="json") for e in provider.ledger.trace_events(limit=10_000)
+    ]
+    assert secret not in canonical_json(stored)
+    assert all(secret not in canonical_json(request.body) for request in model.requests)
+    assert secret not in result.model_dump_json()

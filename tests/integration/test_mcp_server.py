@@ -45,11 +45,11 @@ def ledger_with_proposals(sqlite_url: str) -> Iterator[dict[str, str]]:
         yield {"secretive": secretive.proposal_id, "plain": plain.proposal_id}
 
 
-def _server(sqlite_url: str) -> StdioServerParameters:
+def _server(sqlite_url: str, *flags: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-c", "from supervisor.cli.main import main; main()", "mcp-server", "--db",
-              sqlite_url],
+              sqlite_url, *flags],
         env={"PATH": os.environ.get("PATH", "")},
     )  # fmt: skip
 
@@ -77,10 +77,30 @@ async def test_mcp_server_is_read_only_and_has_no_approve_tool(
         assert refused.is_error
 
 
-async def test_lists_pending_proposals_with_secrets_redacted(
+async def test_lists_pending_proposals_as_keys_and_sizes_by_default(
     sqlite_url: str, ledger_with_proposals: dict[str, str]
 ) -> None:
     async with Client(_server(sqlite_url)) as client:
+        listed = await _call(client, "list_pending_proposals", {})
+    assert listed["count"] == 2
+    by_id = {item["proposal_id"]: item for item in listed["proposals"]}
+    secretive = by_id[ledger_with_proposals["secretive"]]
+    assert secretive["arguments_mode"] == "keys_and_sizes"
+    assert secretive["arguments"] == {
+        "name": "<string: 3 chars>",
+        "api_key": f"<string: {len(SECRET)} chars>",
+        "note": f"<string: {len(f'password=hunter2 token {SECRET}')} chars>",
+        "nested": {"auth_header": "<string: 9 chars>", "city": "<string: 6 chars>"},
+    }
+    assert by_id[ledger_with_proposals["plain"]]["arguments"] == {"sku": "<string: 3 chars>"}
+    for value in ("Ada", "London", "hunter2", SECRET, "A-1"):
+        assert value not in str(listed)
+
+
+async def test_lists_pending_proposals_with_secrets_redacted(
+    sqlite_url: str, ledger_with_proposals: dict[str, str]
+) -> None:
+    async with Client(_server(sqlite_url, "--show-values")) as client:
         listed = await _call(client, "list_pending_proposals", {})
     assert listed["count"] == 2
     by_id = {item["proposal_id"]: item for item in listed["proposals"]}
