@@ -18,12 +18,14 @@ _EXPORTS: dict[str, str] = {
     "BrowserRule": "sandboxes.browser.policy",
     "PolicyDecision": "sandboxes.browser.policy",
     "BrowserWorkerConfig": "sandboxes.browser.config",
+    "BrowserDenial": "sandboxes.browser.config",
     "BrowserRunResult": "sandboxes.browser.config",
     "ChromiumNotFound": "sandboxes.browser.config",
     "find_chromium": "sandboxes.browser.config",
 }
 
 __all__ = [
+    "BrowserDenial",
     "BrowserPolicy",
     "BrowserRule",
     "BrowserRunResult",
@@ -37,6 +39,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from sandboxes.browser.config import (
+        BrowserDenial,
         BrowserRunResult,
         BrowserWorkerConfig,
         ChromiumNotFound,

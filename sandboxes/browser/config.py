@@ -10,6 +10,7 @@ import os
 import shutil
 import uuid
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -146,13 +147,41 @@ class BrowserWorkerConfig(BaseModel):
     sensitive_data: SensitiveData = Field(default_factory=dict, exclude=True, repr=False)
 
 
+DENIED_EXIT_CODE = 3
+"""Exit code of a worker the gate stopped because the browser loaded a page off the allowlist."""
+
+RunOutcome = Literal["completed", "denied", "stopped", "failed"]
+
+
+class BrowserDenial(BaseModel):
+    """Why the gate stopped a worker: what the browser loaded that it may not load.
+
+    Attributes:
+        code: Stable reason (``navigation_left_allowlist``, ``navigation_unverifiable``).
+        url: The URL Chromium reported as loaded (empty when it could not say).
+        reason: A sentence for the operator.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    url: str
+    reason: str
+
+
 class BrowserRunResult(BaseModel):
-    """What a finished worker reports."""
+    """What a finished worker reports.
+
+    ``outcome`` is ``completed`` (the agent finished or ran out of steps), ``denied`` (the
+    gate stopped it; ``denial`` says why), ``stopped`` (SIGTERM) or ``failed``.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     worker_id: str
     exit_code: int
+    outcome: RunOutcome = "failed"
+    denial: BrowserDenial | None = None
     success: bool | None = None
     final_result: str | None = None
     steps: int = 0

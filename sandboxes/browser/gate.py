@@ -10,6 +10,11 @@ initial actions) reach the browser only through it. For each action the gate
    resolves it again and refuses unless the hash equals the approved one, claims the proposal
    with that hash, runs it and records ``complete`` or ``fail``. A rejection goes back to the
    agent as ``rejected by a human reviewer: <reason>``.
+
+A navigation runs with the URL the gate read (`ResolvedAction.run_params`), never the model's
+text. Before and after every action the gate reads back from Chromium what every tab has
+loaded (`sandboxes.browser.loaded`); a load off the allowlist, agent- or page-initiated,
+stops the worker with a ``denied`` outcome (`ApprovalGate.denial`).
 """
 
 from __future__ import annotations
@@ -19,12 +24,15 @@ import contextlib
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from browser_use import Tools
 from browser_use.agent.views import ActionResult
 
+from sandboxes.browser.config import BrowserDenial
+from sandboxes.browser.loaded import CHROMIUM_ERROR_PAGE, LoadsUnknown, loaded_urls
 from sandboxes.browser.policy import BrowserPolicy
 from sandboxes.browser.targets import ResolvedAction, resolve_action
 from supervisor.errors import SupervisorError
@@ -35,6 +43,9 @@ from supervisor.ledger.service import ApprovalLedger
 _log = logging.getLogger(__name__)
 
 _WAIT_SLICE_S = 1.0
+_NOTHING_LOADED = frozenset({"", CHROMIUM_ERROR_PAGE})
+LEFT_ALLOWLIST = "navigation_left_allowlist"
+"""Code of the denial that stops a worker whose browser loaded a page off the allowlist."""
 
 
 class ApprovalGate:
@@ -47,6 +58,10 @@ class ApprovalGate:
         owner: Agent id the proposals are filed under.
         thread_id: Thread the proposals are filed under.
         approval_timeout: Seconds to wait for a decision; also the proposals' TTL.
+
+    Attributes:
+        denial: Set when the gate stopped the worker (a load off the allowlist).
+        on_denied: Called once when ``denial`` is set; the worker stops its agent with it.
     """
 
     def __init__(
@@ -68,6 +83,8 @@ class ApprovalGate:
         self.mask_key = secrets.token_bytes(32)
         self.executor = ExecutorIdentity.current(worker_id)
         self.pending: set[str] = set()
+        self.denial: BrowserDenial | None = None
+        self.on_denied: Callable[[], object] | None = None
 
     async def run(
         self,
@@ -80,24 +97,75 @@ class ApprovalGate:
     ) -> Any:
         """Gate one action; ``perform()`` is awaited only when it may run.
 
+        ``perform(run_params)`` runs the action with ``run_params`` in place of the model's
+        parameters (a navigation's URL replaced by the one the gate read).
+
         Returns:
             The action's ``ActionResult``, or an error result when it was denied, rejected,
             expired or refused because the page changed.
         """
+        if self.denial is not None:  # the run is stopping; nothing more reaches the browser
+            return ActionResult(error=f"denied: {self.denial.reason}")
+        stopped = await self._check_loaded(f"browser.{action_name}", browser_session)
+        if stopped is not None:
+            return stopped
         resolved = await self._resolve(action_name, params, param_model, browser_session)
         decision = self.policy.decide(
             action_name, page_url=resolved.page_url, target_url=resolved.target_url
         )
         if decision.verdict == "deny":
-            await self._trace(resolved, "denied", decision.reason)
-            return ActionResult(error=f"denied by policy: {decision.reason}")
+            await self._trace(resolved, "denied", decision.code or decision.reason, decision.reason)
+            code = f" ({decision.code})" if decision.code else ""
+            return ActionResult(error=f"denied by policy{code}: {decision.reason}")
         if decision.verdict == "allow":
-            result = await perform()
+            result = await perform(resolved.run_params(params))
             await self._trace(resolved, "allowed", decision.reason, _error_of(result))
-            return result
-        return await self._ask(
+            return await self._check_loaded(resolved.tool_name, browser_session) or result
+        result = await self._ask(
             resolved, params, decision.reason, param_model, browser_session, perform
         )
+        return await self._check_loaded(resolved.tool_name, browser_session) or result
+
+    async def _check_loaded(self, tool_name: str, browser_session: Any) -> Any | None:
+        """Stop the worker when any tab has loaded a page off the allowlist.
+
+        Returns:
+            ``None`` when every load is allowed; else an error result, after the denial is
+            recorded and ``on_denied`` called.
+        """
+        try:
+            urls = await loaded_urls(browser_session)
+        except LoadsUnknown as exc:
+            return await self._deny_run(tool_name, exc.code, "", f"{exc}; the worker stops")
+        for url in urls:
+            if url not in _NOTHING_LOADED and not self.policy.page_allowed(url):
+                reason = (
+                    f"the browser loaded {url!r}, outside the allowed domains; the worker stops"
+                )
+                return await self._deny_run(tool_name, LEFT_ALLOWLIST, url, reason)
+        return None
+
+    async def _deny_run(self, tool_name: str, code: str, url: str, reason: str) -> Any:
+        if self.denial is None:
+            self.denial = BrowserDenial(code=code, url=url, reason=reason)
+            event = TraceEvent(
+                at=datetime.now(UTC),
+                agent_id=self.owner,
+                thread_id=self.thread_id,
+                run_id=self.worker_id,
+                kind="browser.navigation",
+                tool=tool_name,
+                outcome_status="denied",
+                reason_code=code,
+                payload={"url": url, "reason": reason},
+            )
+            try:
+                await asyncio.to_thread(self.ledger.append_trace, [event])
+            except SupervisorError:
+                _log.warning("could not record the browser worker's denial", exc_info=True)
+            if self.on_denied is not None:
+                self.on_denied()
+        return ActionResult(error=f"denied: {self.denial.reason}")
 
     async def _resolve(
         self, action_name: str, params: dict[str, Any], param_model: Any, browser_session: Any
@@ -150,7 +218,7 @@ class ApprovalGate:
             await self._trace(current, "refused", str(exc))
             return ActionResult(error=f"refused: the approval could not be claimed ({exc})")
         try:
-            result = await perform()
+            result = await perform(current.run_params(params))
         except BaseException as exc:
             await asyncio.to_thread(
                 self.ledger.fail, decided.proposal_id, "error", f"{type(exc).__name__}: {exc}"
@@ -273,8 +341,15 @@ class GatedTools(Tools[Any]):
             registered = self.registry.registry.actions.get(action_name)
             param_model = registered.param_model if registered is not None else None
 
-            async def perform() -> Any:
-                return await super(GatedTools, self).act(action, browser_session, *args, **kwargs)
+            async def perform(
+                run_params: dict[str, Any], name: str = action_name, sent: Any = params
+            ) -> Any:
+                run_action = action
+                if run_params != dict(sent):
+                    run_action = type(action).model_validate({name: run_params})
+                return await super(GatedTools, self).act(
+                    run_action, browser_session, *args, **kwargs
+                )
 
             return await self.gate.run(
                 action_name,

@@ -11,16 +11,22 @@ Domain patterns (``allowed_domains`` and rule ``domain``):
 * ``*.example.com`` - the apex and every subdomain;
 * ``https://example.com:8443`` - that exact scheme, host and port.
 
-Hosts compare case-insensitively and exactly: ``localhost`` does not match ``127.0.0.1``.
+Hosts compare exactly after WHATWG host canonicalisation (case, IDNA, IPv4 forms):
+``localhost`` does not match ``127.0.0.1``. URLs are read as the browser reads them
+(`sandboxes.browser.urls`); a URL that reads two ways matches nothing and a navigation to it
+is refused with its own code.
 """
 
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
 from typing import Literal
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import urlsplit
 
+from ada_url import URL as WhatwgURL
 from pydantic import BaseModel, ConfigDict, Field
+
+from sandboxes.browser.urls import NavigationURLRefused, read_url, web_origin
 
 Verdict = Literal["allow", "ask", "deny"]
 
@@ -62,7 +68,8 @@ START_PAGES = frozenset(
 )
 """Pages a fresh tab shows; actions on them are not \"outside the allowed domains\"."""
 
-_DEFAULT_PORTS = {"http": 80, "https": 443}
+OUTSIDE_ALLOWED_DOMAINS = "outside_allowed_domains"
+"""Code of a denial because a URL's origin is not allowed."""
 
 
 class DomainPattern(BaseModel):
@@ -92,7 +99,7 @@ class DomainPattern(BaseModel):
         except ValueError as exc:
             raise ValueError(f"{text!r} has an invalid port.") from exc
         scheme = parts.scheme.lower() or None
-        return cls(scheme=scheme, host=parts.hostname.lower(), port=port)
+        return cls(scheme=scheme, host=_canonical_host(text, parts.hostname), port=port)
 
     def matches(self, url: str) -> bool:
         """True when ``url`` (http or https) falls inside this pattern."""
@@ -116,26 +123,35 @@ class DomainPattern(BaseModel):
         return self.host
 
 
-def url_origin_parts(url: str) -> tuple[str, str, int] | None:
-    """``(scheme, host, port)`` of an http(s) URL, or ``None`` for anything else."""
+def _canonical_host(pattern: str, host: str) -> str:
+    """The WHATWG serialisation of a pattern's host (``*.`` and globs kept as written)."""
+    host = host.lower()
+    prefix, rest = ("*.", host[2:]) if host.startswith("*.") else ("", host)
+    if "*" in rest:
+        return host
+    literal = f"[{rest}]" if ":" in rest else rest
     try:
-        parts: SplitResult = urlsplit(url.strip())
-        port = parts.port
+        canonical = WhatwgURL(f"http://{literal}/").hostname
     except ValueError:
+        raise ValueError(f"{pattern!r} does not name a valid host.") from None
+    return prefix + canonical
+
+
+def url_origin_parts(url: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` of an http(s) URL as the browser reads it, else ``None``.
+
+    ``None`` too for a URL that reads two ways (see `sandboxes.browser.urls.read_url`).
+    """
+    read = web_origin(url)
+    if read is None or read.port is None:
         return None
-    scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS or not parts.hostname:
-        return None
-    return scheme, parts.hostname.lower(), port or _DEFAULT_PORTS[scheme]
+    return read.scheme, read.host, read.port
 
 
 def url_origin(url: str) -> str | None:
-    """The origin of an http(s) URL, ``scheme://host:port``, or ``None``."""
-    parts = url_origin_parts(url)
-    if parts is None:
-        return None
-    scheme, host, port = parts
-    return f"{scheme}://{host}:{port}"
+    """The origin of an http(s) URL as the browser reads it, ``scheme://host:port``, or ``None``."""
+    read = web_origin(url)
+    return read.origin if read is not None else None
 
 
 class BrowserRule(BaseModel):
@@ -167,6 +183,7 @@ class PolicyDecision(BaseModel):
 
     verdict: Verdict
     reason: str
+    code: str | None = None
 
 
 class BrowserPolicy(BaseModel):
@@ -197,28 +214,44 @@ class BrowserPolicy(BaseModel):
             return True
         return any(pattern.matches(url) for pattern in self.patterns())
 
+    def page_allowed(self, url: str) -> bool:
+        """True when a tab may show ``url``: an allowed URL or a fresh tab's start page."""
+        return url in START_PAGES or self.url_allowed(url)
+
     def decide(self, action_name: str, *, page_url: str, target_url: str | None) -> PolicyDecision:
         """Decide one action.
 
         Args:
             action_name: The browser-use action (``navigate``, ``click``, ``input``, ...).
             page_url: The URL of the tab the action runs in.
-            target_url: For navigations, the URL the browser would load.
+            target_url: For navigations, the URL the browser would load; it is read as the
+                browser reads it and refused (``url_ambiguous``, ``url_credentials``,
+                ``url_unparsable``) when that reading is in doubt.
 
         Returns:
-            The verdict and a reason a reviewer can read.
+            The verdict, a reason a reviewer can read and, for denials, a stable code.
         """
         if action_name in NAVIGATION_ACTIONS:
-            if target_url is None or not self.url_allowed(target_url):
+            if target_url is None:
+                return PolicyDecision(
+                    verdict="deny", reason="no navigation target", code="url_unparsable"
+                )
+            try:
+                target_url = read_url(target_url).href
+            except NavigationURLRefused as refused:
+                return PolicyDecision(verdict="deny", reason=str(refused), code=refused.code)
+            if not self.url_allowed(target_url):
                 return PolicyDecision(
                     verdict="deny",
                     reason=f"navigation to {target_url!r} is outside the allowed domains "
                     f"{list(self.allowed_domains)}",
+                    code=OUTSIDE_ALLOWED_DOMAINS,
                 )
-        elif page_url not in START_PAGES and not self.url_allowed(page_url):
+        elif not self.page_allowed(page_url):
             return PolicyDecision(
                 verdict="deny",
                 reason=f"the page {page_url!r} is outside the allowed domains",
+                code=OUTSIDE_ALLOWED_DOMAINS,
             )
         domain_url = target_url if target_url is not None else page_url
         for rule in self.rules:

@@ -20,6 +20,7 @@ from urllib.parse import quote_plus
 from pydantic import BaseModel, ConfigDict
 
 from sandboxes.browser.policy import NAVIGATION_ACTIONS, url_origin
+from sandboxes.browser.urls import NavigationURLRefused, read_url, with_placeholders
 from supervisor.canonical import args_hash, canonical_hash
 
 _KEPT_ATTRIBUTES = (
@@ -57,7 +58,8 @@ class ResolvedAction(BaseModel):
         arguments: What the reviewer approves; hashed into the approval.
         execution_target: Worker, tab, page URL and origin, element; hashed too.
         page_url: The URL of the tab the action runs in.
-        target_url: For navigations, the URL that would load.
+        target_url: For navigations, the URL that will load: the serialised WHATWG URL (the
+            model's text as written only when the gate refuses to read it).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -74,6 +76,16 @@ class ResolvedAction(BaseModel):
     def args_hash(self) -> str:
         """The hash a claim must present (``supervisor.canonical.args_hash``)."""
         return args_hash(self.tool_name, self.schema_hash, self.arguments, self.execution_target)
+
+    def run_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The parameters the action runs with: a ``navigate`` goes to `target_url`.
+
+        The worker never hands browser-use the model's URL text, only the URL the gate read
+        and the reviewer approved, so Chromium cannot read it differently.
+        """
+        if "url" in params and self.target_url is not None:
+            return {**params, "url": self.target_url}
+        return params
 
 
 def describe_element(node: Any, index: int) -> dict[str, Any]:
@@ -189,8 +201,9 @@ async def resolve_action(
 
     target_url = navigation_url(action_name, arguments)
     if target_url is not None:
+        target_url, target_origin = _read_target(target_url)
         arguments["target_url"] = target_url
-        arguments["target_origin"] = url_origin(target_url)
+        arguments["target_origin"] = target_origin
 
     execution_target: dict[str, Any] = {
         "browser": worker_id,
@@ -208,3 +221,16 @@ async def resolve_action(
         page_url=page_url,
         target_url=target_url,
     )
+
+
+def _read_target(text: str) -> tuple[str, str | None]:
+    """The URL that will load and its origin; the text as written, no origin, if refused.
+
+    A refused URL is never run (the policy refuses it with the same reading); keeping the
+    text as written shows the reviewer and the trace what the model sent.
+    """
+    try:
+        read = read_url(text)
+    except NavigationURLRefused:
+        return text, None
+    return with_placeholders(read.href), read.origin

@@ -33,6 +33,7 @@ from pydantic import TypeAdapter
 
 from sandboxes.browser.config import (
     CHROMIUM_ARGS,
+    DENIED_EXIT_CODE,
     QUIET_ENV,
     SENSITIVE_DATA_ENV,
     BrowserRunResult,
@@ -145,6 +146,7 @@ async def run_agent(
 ) -> BrowserRunResult:
     """Run the gated agent to completion (or ``max_steps``) and summarise its history."""
     agent = _build_agent(config, gate, workdir)
+    gate.on_denied = agent.stop  # checked before every step and model call
     try:
         history = await agent.run(max_steps=config.max_steps)
     finally:
@@ -157,6 +159,7 @@ async def run_agent(
     return BrowserRunResult(
         worker_id=config.worker_id,
         exit_code=0,
+        outcome="completed",
         success=history.is_successful(),
         final_result=history.final_result(),
         steps=history.number_of_steps(),
@@ -183,7 +186,9 @@ def _record(config: BrowserWorkerConfig, ledger: ApprovalLedger) -> None:
 def run_worker(config: BrowserWorkerConfig) -> BrowserRunResult:
     """Run one browser worker in this process: record it, run the agent, clean up.
 
-    SIGTERM stops the agent (pending proposals are withdrawn) and still cleans up.
+    SIGTERM stops the agent (pending proposals are withdrawn) and still cleans up. So does the
+    gate when the browser loaded a page off the allowlist: the run ends with outcome
+    ``denied``, process status ``stopped`` and exit code `DENIED_EXIT_CODE`.
 
     Returns:
         The run's summary (also written to ``config.result_path`` when set).
@@ -214,13 +219,27 @@ def run_worker(config: BrowserWorkerConfig) -> BrowserRunResult:
         status, exit_code = "exited", 0
     except asyncio.CancelledError:
         status, exit_code = "stopped", 143
-        result = BrowserRunResult(worker_id=config.worker_id, exit_code=143, errors=("stopped",))
+        result = BrowserRunResult(
+            worker_id=config.worker_id, exit_code=143, outcome="stopped", errors=("stopped",)
+        )
     except Exception as exc:
         _log.exception("browser worker failed")
         result = BrowserRunResult(
             worker_id=config.worker_id, exit_code=1, errors=(f"{type(exc).__name__}: {exc}",)
         )
     finally:
+        if gate.denial is not None:
+            status, exit_code = "stopped", DENIED_EXIT_CODE
+            result = result.model_copy(
+                update={
+                    "outcome": "denied",
+                    "denial": gate.denial,
+                    "errors": (
+                        *(error for error in result.errors if error != "stopped"),
+                        f"denied: {gate.denial.reason}",
+                    ),
+                }
+            )
         gate.withdraw_pending()
         heartbeat.stop()
         with contextlib.suppress(Exception):

@@ -3,7 +3,7 @@ browser tests') drive real Chromium through browser-use against it.
 
 Pages: ``/`` a signup form (text input ``q``, password ``pw``, a submit button) posting to
 ``/submit``; ``/swap`` the same form whose button is replaced by "Delete everything" shortly
-after load. Every request is recorded.
+after load; ``/redirect?to=URL`` a 302 to ``URL``. Every request is recorded.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from supervisor.assets import asset_path
 from supervisor.scripted_model import RecordedRequest, Reply
@@ -78,6 +78,12 @@ class BrowserSite:
                     self._send(200, form_page())
                 elif self.path == "/swap":
                     self._send(200, form_page(SWAP_SCRIPT % site._swap_after_ms))
+                elif self.path.startswith("/redirect?"):
+                    (to,) = parse_qs(urlsplit(self.path).query)["to"]
+                    self.send_response(302)
+                    self.send_header("Location", to)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                 else:
                     self._send(404, "<html><body>not found</body></html>")
 

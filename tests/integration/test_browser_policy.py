@@ -1,4 +1,5 @@
-"""Browser policy and target resolution without a browser: domains, verdicts, masking, imports."""
+"""Browser policy and target resolution without a browser: domains, URL readings, verdicts,
+masking, imports."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import sys
 import pytest
 
 from sandboxes.browser.policy import BrowserPolicy, BrowserRule, DomainPattern, url_origin
-from sandboxes.browser.targets import is_password_field, mask_text, navigation_url
+from sandboxes.browser.targets import (
+    ResolvedAction,
+    is_password_field,
+    mask_text,
+    navigation_url,
+)
+from sandboxes.browser.urls import NavigationURLRefused, read_url, with_placeholders
 
 
 @pytest.mark.parametrize(
@@ -132,3 +139,97 @@ def test_importing_the_browser_package_does_not_import_browser_use() -> None:
         "assert 'browser_use' not in sys.modules, 'browser_use imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+ALLOW_NAVIGATION = BrowserPolicy(
+    allowed_domains=("127.0.0.1:8000",), rules=(BrowserRule(action="navigate", verdict="allow"),)
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "code"),
+    [
+        ("http://127.0.0.1:9000\\@127.0.0.1:8000/", "url_ambiguous"),
+        ("http://127.0.0.1:9000\\\\@127.0.0.1:8000/", "url_ambiguous"),
+        ("\thttp://127.0.0.1:8000/", "url_ambiguous"),
+        ("http://127.0.0.1:8000/ ", "url_ambiguous"),
+        ("http://127.0.0.1:80\n00/", "url_ambiguous"),
+        ("\x00http://127.0.0.1:8000/", "url_ambiguous"),
+        ("http:127.0.0.1:8000/", "url_ambiguous"),
+        ("http:\\\\127.0.0.1:8000\\", "url_ambiguous"),
+        ("http:/127.0.0.1:8000/", "url_ambiguous"),
+        ("http://0x7f.1:8000/", "url_ambiguous"),
+        ("http://2130706433:8000/", "url_ambiguous"),
+        ("http://127.0.0.%31:8000/", "url_ambiguous"),
+        ("http://\uff11\uff12\uff17.\uff10.\uff10.\uff11:8000/", "url_ambiguous"),  # full-width
+        ("http://127.0.0.1:9000@127.0.0.1:8000/", "url_credentials"),
+        ("http://user:pw@127.0.0.1:8000/", "url_credentials"),
+        ("127.0.0.1:8000", "url_unparsable"),
+        ("http://127.0.0.1:80000/", "url_unparsable"),
+    ],
+)
+def test_a_url_that_reads_two_ways_is_refused_even_when_navigation_is_allowed(
+    url: str, code: str
+) -> None:
+    decision = ALLOW_NAVIGATION.decide("navigate", page_url="about:blank", target_url=url)
+    assert (decision.verdict, decision.code) == ("deny", code)
+    assert not ALLOW_NAVIGATION.url_allowed(url)
+    with pytest.raises(NavigationURLRefused) as refused:
+        read_url(url)
+    assert refused.value.code == code
+
+
+@pytest.mark.parametrize(
+    ("url", "href"),
+    [
+        ("http://127.0.0.1:8000/", "http://127.0.0.1:8000/"),
+        ("HTTP://127.0.0.1:8000/a\\b/../c", "http://127.0.0.1:8000/a/c"),
+        ("http://127.0.0.1:8000/?q=a b", "http://127.0.0.1:8000/?q=a%20b"),
+    ],
+)
+def test_the_gate_decides_on_and_runs_the_serialised_whatwg_url(url: str, href: str) -> None:
+    decision = ALLOW_NAVIGATION.decide("navigate", page_url="about:blank", target_url=url)
+    assert decision.verdict == "allow"
+    read = read_url(url)
+    assert (read.href, read.origin) == (href, "http://127.0.0.1:8000")
+    action = ResolvedAction(
+        action_name="navigate",
+        tool_name="browser.navigate",
+        schema_hash="h",
+        arguments={"url": url, "target_url": read.href, "target_origin": read.origin},
+        execution_target={},
+        page_url="about:blank",
+        target_url=read.href,
+    )
+    assert action.run_params({"url": url, "new_tab": False}) == {"url": href, "new_tab": False}
+    assert action.run_params({"index": 3}) == {"index": 3}
+
+
+def test_secret_placeholders_survive_serialisation_and_cannot_move_the_origin() -> None:
+    read = read_url("http://127.0.0.1:8000/login?token=<secret>tok</secret>")
+    assert "%3Csecret%3E" in read.href
+    restored = with_placeholders(read.href)
+    assert restored == "http://127.0.0.1:8000/login?token=<secret>tok</secret>"
+    substituted = restored.replace("<secret>tok</secret>", "x\\@evil.com/")
+    assert url_origin(substituted) == "http://127.0.0.1:8000"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "url"),
+    [
+        ("EXAMPLE.com", "http://example.com/"),
+        ("0x7f.1:8000", "http://127.0.0.1:8000/"),
+        ("bücher.de", "http://xn--bcher-kva.de/"),
+        ("*.Bücher.de", "http://shop.xn--bcher-kva.de/"),
+        ("[::1]:8080", "http://[::1]:8080/"),
+    ],
+)
+def test_domain_patterns_are_canonicalised_like_the_urls_they_match(pattern: str, url: str) -> None:
+    assert DomainPattern.parse(pattern).matches(url)
+
+
+def test_origins_are_read_as_the_browser_reads_them() -> None:
+    assert url_origin("http://[::1]:8080/") == "http://[::1]:8080"
+    assert url_origin("https://EXAMPLE.com/") == "https://example.com:443"
+    assert url_origin("http://127.0.0.1:9000\\@127.0.0.1:8000/") is None
+    assert url_origin("about:blank") is None

@@ -8,16 +8,20 @@ these tests skip locally and fail under ``CI=true``.
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
+from support.browser_run import (
+    RUN_TIMEOUT_S,
+    Verdict,
+    approve_all,
+    chromium_or_skip,
+    run_task,
+)
 from support.browser_site import BrowserPlan, BrowserSite, element_index, latest_page_state
 
-from sandboxes.browser import BrowserRunResult, BrowserTask
-from sandboxes.browser.config import ChromiumNotFound, find_chromium
+from sandboxes.browser import BrowserTask
 from supervisor.canonical import canonical_json
 from supervisor.ledger.models import Proposal, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
@@ -26,20 +30,11 @@ from supervisor.scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.slow
 
-Step = Callable[[str], dict[str, Any]]
-Verdict = tuple[str, str]  # ("approve" | "reject" | "wait-approve", reason)
-RUN_TIMEOUT_S = 90.0
-
 
 @pytest.fixture(scope="module")
 def chromium() -> str:
     """Chromium's path; skip without it locally, fail without it under CI=true."""
-    try:
-        return find_chromium()
-    except ChromiumNotFound as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{exc} (CI=true, so not skipping)", pytrace=False)
-        pytest.skip(str(exc))
+    return chromium_or_skip()
 
 
 @pytest.fixture
@@ -52,75 +47,6 @@ def provider(sqlite_url: str) -> Iterator[SQLModelProvider]:
 
 
 Plan = BrowserPlan
-
-
-class Reviewer:
-    """Decides every pending proposal through the ledger from a background thread."""
-
-    def __init__(self, ledger: ApprovalLedger, decide: Callable[[Proposal], Verdict]) -> None:
-        self.ledger = ledger
-        self.decide = decide
-        self.seen: list[Proposal] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def __enter__(self) -> Reviewer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    def _loop(self) -> None:
-        cursor = 0
-        while not self._stop.is_set():
-            records = self.ledger.wait_for_change(cursor, timeout=0.5)
-            if records:
-                cursor = records[-1].seq
-            for proposal in self.ledger.list(status="pending").items:
-                self.seen.append(proposal)
-                verdict, reason = self.decide(proposal)
-                if verdict == "wait-approve":
-                    self._stop.wait(4.5)
-                if verdict == "reject":
-                    self.ledger.reject(proposal.proposal_id, "reviewer@example.com", reason)
-                else:
-                    self.ledger.approve(proposal.proposal_id, "reviewer@example.com", reason)
-
-    def by_tool(self, tool_name: str) -> list[Proposal]:
-        """Final state of every proposal of one tool the reviewer decided."""
-        return [self.ledger.get(p.proposal_id) for p in self.seen if p.tool_name == tool_name]
-
-
-def approve_all(proposal: Proposal) -> Verdict:
-    return ("approve", "looks right")
-
-
-def run_task(
-    site: BrowserSite,
-    provider: SQLModelProvider,
-    chromium: str,
-    plan: Plan,
-    decide: Callable[[Proposal], Verdict],
-    *,
-    path: str = "/",
-) -> tuple[BrowserRunResult, Reviewer, ScriptedModel]:
-    with ScriptedModel(plan) as model, Reviewer(provider.ledger, decide) as reviewer:
-        task = BrowserTask(
-            f"Sign up as alice on {site.url(path)}",
-            allowed_domains=[f"127.0.0.1:{site.port}"],
-            model=model.model_name,
-            base_url=model.base_url,
-            api_key="sk-test",
-            ledger_url=provider.url,
-            chromium_path=chromium,
-            max_steps=8,
-            approval_timeout=30.0,
-            owner="browser-test",
-        )
-        result = task.run(timeout=RUN_TIMEOUT_S)
-    return result, reviewer, model
 
 
 def test_approved_actions_are_bound_to_url_and_element_and_submit_the_form(
