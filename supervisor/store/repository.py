@@ -38,6 +38,7 @@ from supervisor.store.convert import (
 from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
 from supervisor.store.notify import CHANNEL, ChangeProbe, open_probe
+from supervisor.store.policy_versions import PolicyVersionsMixin
 from supervisor.store.records import RecordsMixin
 from supervisor.store.tables import (
     AuditRow,
@@ -158,7 +159,7 @@ def _proposal_values(values: dict[str, Any]) -> dict[str, Any]:
     return columns
 
 
-class LedgerTx(RecordsMixin):
+class LedgerTx(PolicyVersionsMixin, RecordsMixin):
     """One open transaction on the ledger; created by :class:`Repository` only."""
 
     def __init__(self, connection: sa.Connection, dialect: str) -> None:
