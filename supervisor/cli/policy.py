@@ -78,6 +78,8 @@ def show(as_json: bool, db_url: str | None) -> None:
     """Show the policy in force (as TOML that `policy apply` accepts)."""
     with open_ledger(db_url) as ledger:
         stored = ledger.current_policy()
+        if not as_json:
+            ledger.policy  # noqa: B018 - a stored document that fails its hash is an error here
     if as_json:
         _json(_version_json(stored) if stored else {"version": 0, "document": None})
         return

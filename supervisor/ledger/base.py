@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from supervisor.canonical import canonical_json, normalise, sha256_hex
+from supervisor.canonical import normalise, sha256_hex
 from supervisor.errors import CanonicalJSONError
 from supervisor.ledger.clock import Clock, SystemClock, as_utc
 from supervisor.ledger.errors import (
@@ -23,7 +24,7 @@ from supervisor.ledger.errors import (
 )
 from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.models import ApproverContext, Execution, Proposal, ProposalStatus, Via
-from supervisor.ledger.policy import NO_POLICY, ApprovalPolicy, PolicyVersion
+from supervisor.ledger.policy import NO_POLICY, ApprovalPolicy, PolicyVersion, StoredPolicy
 from supervisor.store.migrate import ensure_schema
 from supervisor.store.repository import LedgerTx, Repository
 
@@ -75,7 +76,7 @@ class LedgerBase:
             self.repository = Repository(engine_or_repository)
         self.clock: Clock = clock or SystemClock()
         self.default_ttl_seconds = default_ttl_seconds
-        self._parsed_policy: tuple[str, ApprovalPolicy] | None = None
+        self._parsed_policy: tuple[StoredPolicy, ApprovalPolicy] | None = None
         if policy is not None:
             self._bind_policy(policy)
 
@@ -152,21 +153,27 @@ class LedgerBase:
             PolicyInvalid: The stored document does not match its hash or cannot be read; no
                 authority is granted under a policy that cannot be read.
         """
-        stored = tx.latest_policy_version()
+        stored = tx.policy_in_force()
         if stored is None:
             return NO_POLICY, 0
-        if sha256_hex(canonical_json(stored.document).encode()) != stored.document_hash:
+        cached = self._parsed_policy
+        if cached is not None and cached[0] == stored:
+            return cached[1], stored.version
+        source = f"stored policy v{stored.version}"
+        if sha256_hex(stored.document_json.encode()) != stored.document_hash:
             raise PolicyInvalid(
                 "the document does not match its hash",
-                source=f"stored policy v{stored.version}",
+                source=source,
                 hint="Check `supervisor audit verify` and re-apply the policy with "
                 "`supervisor policy apply FILE`.",
             )
-        cached = self._parsed_policy
-        if cached is None or cached[0] != stored.document_hash:
-            cached = (stored.document_hash, stored.policy)
-            self._parsed_policy = cached
-        return cached[1], stored.version
+        try:
+            document = json.loads(stored.document_json)
+        except ValueError:
+            raise PolicyInvalid("the document is not JSON", source=source) from None
+        policy = ApprovalPolicy.from_document(document, source=source)
+        self._parsed_policy = (stored, policy)
+        return policy, stored.version
 
     def _check_grant(
         self,

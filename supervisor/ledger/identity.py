@@ -49,6 +49,22 @@ def in_initial_user_namespace() -> bool:
         return False
 
 
+_VERIFIED: dict[tuple[int, int], bool] = {}
+
+
+def _verified(uid: int, euid: int) -> bool:
+    """:func:`in_initial_user_namespace`, remembered per (uid, euid).
+
+    Sound because entering a user namespace either keeps the uid (an unprivileged process can
+    only map its own uid, so an unchanged uid is the true one) or changes it (a new key, checked
+    again); only root can remap itself behind an unchanged uid, and root is trusted anyway.
+    """
+    verdict = _VERIFIED.get((uid, euid))
+    if verdict is None:
+        verdict = _VERIFIED[(uid, euid)] = in_initial_user_namespace()
+    return verdict
+
+
 @dataclass(frozen=True)
 class EnvironmentIdentity:
     """An OS user on a host, taken from the process itself.
@@ -72,7 +88,7 @@ class EnvironmentIdentity:
             user=_user_name(os.getuid()),
             host=socket.gethostname(),
             effective_user=_user_name(os.geteuid()),
-            verified=in_initial_user_namespace(),
+            verified=_verified(os.getuid(), os.geteuid()),
         )
 
     @property

@@ -24,7 +24,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -260,6 +260,14 @@ class ApprovalPolicy:
 
 NO_POLICY = ApprovalPolicy()
 """What a ledger with no stored policy enforces: every approver may approve everything."""
+
+
+class StoredPolicy(NamedTuple):
+    """The policy version in force exactly as stored: what the decision path checks."""
+
+    version: int
+    document_hash: str
+    document_json: str
 
 
 class PolicyVersion(BaseModel):
