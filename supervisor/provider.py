@@ -18,14 +18,18 @@ from supervisor.store.repository import Repository
 class SQLModelProvider:
     """A durable ledger behind one SQLAlchemy URL (SQLite file or PostgreSQL).
 
-    Nothing is opened until first use; then the engine is created and migrations are applied
-    (under a cross-process lock).
+    Nothing is opened until first use; then the engine is created, migrations are applied
+    (under a cross-process lock) and ``policy`` is checked against the stored one.
 
     Args:
         url: SQLAlchemy URL; ``None`` means ``SUPERVISOR_DB``, else the embedded SQLite file in
             ``SUPERVISOR_HOME`` or the user data directory.
         clock: Time source for the ledger (tests pass a ``ManualClock``).
-        policy: Optional approval policy (self-approval, per-domain approvers).
+        policy: The approval policy this process expects. The ledger stores its policy and
+            every process that opens it enforces the stored one: on a ledger with none this
+            one is stored (audited); a different stored one makes opening fail with
+            ``PolicyMismatch`` (change it with ``supervisor policy apply``); ``None`` uses the
+            stored policy.
         synchronous: SQLite durability level (``NORMAL`` or ``FULL``).
     """
 
@@ -55,12 +59,14 @@ class SQLModelProvider:
                 engine = create_ledger_engine(self.url, synchronous=self._synchronous)
                 try:
                     ensure_schema(engine)
+                    repository = Repository(engine)
+                    ledger = ApprovalLedger(repository, self._clock, policy=self._policy)
                 except BaseException:
                     engine.dispose()
                     raise
                 self._engine = engine
-                self._repository = Repository(engine)
-                self._ledger = ApprovalLedger(self._repository, self._clock, policy=self._policy)
+                self._repository = repository
+                self._ledger = ledger
                 self._ledger.trace_secrets = self.trace_secrets
             return self._ledger
 

@@ -24,6 +24,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "proposals": ("supervisor.cli.proposals:proposals", "List, show and decide proposals."),
     "traces": ("supervisor.cli.traces:traces", "Tail, export and review tool traces."),
     "audit": ("supervisor.cli.audit:audit", "Verify the audit hash chain."),
+    "policy": ("supervisor.cli.policy:policy", "Show, list and apply the approval policy."),
     "mcp-server": ("supervisor.cli.mcp_server:mcp_server", "Read-only ledger view over MCP."),
     "run": ("supervisor.cli.run:run", "Run MODULE:FACTORY as a supervised agent process."),
 }

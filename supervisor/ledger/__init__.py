@@ -11,15 +11,19 @@ from supervisor.ledger.errors import (
     ApproverNotAllowed,
     ArgumentsMismatch,
     BlobCorrupted,
+    IdentityNotVerified,
     LedgerBusy,
     LedgerError,
     LedgerSchemaTooNew,
     LedgerUnavailable,
     NotApproved,
     NotOwner,
+    PolicyInvalid,
+    PolicyMismatch,
     ProposalNotFound,
     SelfApprovalForbidden,
 )
+from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.models import (
     ApproverContext,
     AuditRecord,
@@ -35,7 +39,7 @@ from supervisor.ledger.models import (
     TraceEvent,
     Via,
 )
-from supervisor.ledger.policy import ApprovalPolicy
+from supervisor.ledger.policy import ApprovalPolicy, PolicyVersion
 
 if TYPE_CHECKING:
     from supervisor.ledger.service import ApprovalLedger
@@ -64,8 +68,10 @@ __all__ = [
     "BlobCorrupted",
     "Checkpoint",
     "Clock",
+    "EnvironmentIdentity",
     "Execution",
     "ExecutorIdentity",
+    "IdentityNotVerified",
     "LedgerBusy",
     "LedgerError",
     "LedgerSchemaTooNew",
@@ -73,6 +79,9 @@ __all__ = [
     "ManualClock",
     "NotApproved",
     "NotOwner",
+    "PolicyInvalid",
+    "PolicyMismatch",
+    "PolicyVersion",
     "ProcessRecord",
     "Proposal",
     "ProposalNotFound",

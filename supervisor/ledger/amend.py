@@ -24,6 +24,7 @@ from supervisor.ledger.errors import (
     LedgerError,
     ReservedArgumentEdit,
 )
+from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.models import ApproverContext, Proposal, ProposalStatus, Via
 from supervisor.ledger.policy import diff_arguments
 from supervisor.ledger.retention import ExtendLimits
@@ -92,13 +93,14 @@ class AmendMixin(LedgerBase):
         _refuse_reserved(proposal_id, validated)
         ctx = self._context(context, via)
         ttl = self.default_ttl_seconds if ttl_seconds is None else ttl_seconds
+        identity = EnvironmentIdentity.current()
         expired_error: LedgerError | None = None
         with self.repository.write() as tx:
             now = self._now()
             old = self._load(tx, proposal_id)
             if old.status is not _S.PENDING:
                 raise self._state_error(tx, old, "edited")
-            self.policy.check_grant(old, approver_id, approving=False)
+            policy_version = self._check_grant(tx, old, identity, approver_id, approving=False)
             if old.expires_at <= now:
                 self._expire_in_tx(tx, old, now)
                 expired_error = ApprovalExpired(proposal_id, expires_at=old.expires_at)
@@ -129,7 +131,7 @@ class AmendMixin(LedgerBase):
                 tx.insert_proposal(new)
                 payload = self._decision_payload(
                     old, to_status=_S.SUPERSEDED, approver_id=approver_id, reason=reason,
-                    context=ctx,
+                    context=ctx, identity=identity, policy_version=policy_version,
                 )  # fmt: skip
                 payload.update(
                     superseded_by_id=new.proposal_id,
@@ -179,13 +181,14 @@ class AmendMixin(LedgerBase):
         """
         seconds = checked_seconds(proposal_id, seconds)
         ctx = self._context(context, via)
+        identity = EnvironmentIdentity.current()
         expired_error: LedgerError | None = None
         with self.repository.write() as tx:
             now = self._now()
             current = self._load(tx, proposal_id)
             if current.status not in (_S.PENDING, _S.APPROVED):
                 raise self._state_error(tx, current, "extended")
-            self.policy.check_grant(current, approver_id, approving=False)
+            policy_version = self._check_grant(tx, current, identity, approver_id, approving=False)
             if current.expires_at <= now:
                 self._expire_in_tx(tx, current, now)
                 expired_error = ApprovalExpired(proposal_id, expires_at=current.expires_at)
@@ -217,6 +220,7 @@ class AmendMixin(LedgerBase):
                         "old_expires_at": current.expires_at.isoformat(),
                         "new_expires_at": new_expiry.isoformat(),
                         "seconds": seconds, "reason": reason, "context": ctx.model_dump(),
+                        "identity": str(identity), "policy_version": policy_version,
                     },
                 )  # fmt: skip
                 updated = self._load(tx, proposal_id)

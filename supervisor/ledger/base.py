@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from supervisor.canonical import normalise
+from supervisor.canonical import normalise, sha256_hex
 from supervisor.errors import CanonicalJSONError
 from supervisor.ledger.clock import Clock, SystemClock, as_utc
 from supervisor.ledger.errors import (
     ApprovalAlreadyDecided,
     ApprovalExpired,
+    IdentityNotVerified,
     LedgerError,
     NotApproved,
+    PolicyInvalid,
+    PolicyMismatch,
     ProposalNotFound,
 )
+from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.models import ApproverContext, Execution, Proposal, ProposalStatus, Via
-from supervisor.ledger.policy import ApprovalPolicy
+from supervisor.ledger.policy import NO_POLICY, ApprovalPolicy, PolicyVersion, StoredPolicy
 from supervisor.store.migrate import ensure_schema
 from supervisor.store.repository import LedgerTx, Repository
 
@@ -46,8 +51,14 @@ class LedgerBase:
     Args:
         engine_or_repository: An engine (its schema is brought current) or a repository.
         clock: Where time comes from; inject a ``ManualClock`` in tests.
-        policy: Optional self-approval and per-domain allowlist rules.
+        policy: The approval policy this process expects. The ledger enforces its stored
+            policy for every process; a ledger with none stores this one (audited, as applied
+            by this process's OS identity). ``None`` uses the stored policy.
         default_ttl_seconds: Expiry of proposals proposed without an explicit TTL.
+
+    Raises:
+        PolicyMismatch: ``policy`` differs from the policy the ledger enforces (nothing is
+            changed; use ``supervisor policy apply`` to change it).
     """
 
     def __init__(
@@ -64,8 +75,123 @@ class LedgerBase:
             ensure_schema(engine_or_repository)
             self.repository = Repository(engine_or_repository)
         self.clock: Clock = clock or SystemClock()
-        self.policy = policy or ApprovalPolicy()
         self.default_ttl_seconds = default_ttl_seconds
+        self._parsed_policy: tuple[StoredPolicy, ApprovalPolicy] | None = None
+        if policy is not None:
+            self._bind_policy(policy)
+
+    @property
+    def policy(self) -> ApprovalPolicy:
+        """The approval policy the ledger enforces now (read from the ledger)."""
+        with self.repository.read() as tx:
+            return self._policy_in_force(tx)[0]
+
+    def _bind_policy(self, policy: ApprovalPolicy) -> None:
+        """Accept ``policy`` if the ledger enforces it, store it if the ledger has none."""
+        with self.repository.read() as tx:
+            stored = tx.latest_policy_version()
+        if stored is not None and stored.document_hash == policy.document_hash:
+            return
+        if stored is None and policy == NO_POLICY:
+            return
+        with self.repository.write() as tx:
+            stored = tx.latest_policy_version()
+            if stored is None and policy != NO_POLICY:
+                self._store_policy(
+                    tx, policy, previous=None, via="sdk",
+                    reason="given to the ledger's first opener (policy=) while none was stored",
+                )  # fmt: skip
+            elif stored is not None and stored.document_hash != policy.document_hash:
+                raise PolicyMismatch(
+                    stored_version=stored.version,
+                    stored_hash=stored.document_hash,
+                    given_hash=policy.document_hash,
+                )
+
+    def _store_policy(
+        self,
+        tx: LedgerTx,
+        policy: ApprovalPolicy,
+        *,
+        previous: PolicyVersion | None,
+        via: Via,
+        reason: str | None,
+    ) -> PolicyVersion:
+        """Append the next policy version with its audit record (inside a write).
+
+        Raises:
+            IdentityNotVerified: A user namespace maps this process's uid, so the version could
+                not name who applied it.
+        """
+        now = self._now()
+        who = EnvironmentIdentity.current()
+        if not who.verified:
+            raise IdentityNotVerified(identity=str(who))
+        identity = str(who)
+        number = (previous.version if previous else 0) + 1
+        record = tx.append_audit(
+            at=now, actor=identity, action="policy_apply", subject="policy",
+            payload={
+                "version": number, "document_hash": policy.document_hash,
+                "document": policy.to_document(),
+                "previous_version": previous.version if previous else None,
+                "previous_hash": previous.document_hash if previous else None,
+                "applied_by": identity, "via": via, "reason": reason,
+            },
+        )  # fmt: skip
+        version = PolicyVersion(
+            version=number, document=policy.to_document(), document_hash=policy.document_hash,
+            applied_by=identity, applied_at=now, reason=reason, audit_seq=record.seq,
+        )  # fmt: skip
+        tx.insert_policy_version(version)
+        return version
+
+    def _policy_in_force(self, tx: LedgerTx) -> tuple[ApprovalPolicy, int]:
+        """The stored policy in force and its version (``NO_POLICY``, 0 when none is stored).
+
+        Raises:
+            PolicyInvalid: The stored document does not match its hash or cannot be read; no
+                authority is granted under a policy that cannot be read.
+        """
+        stored = tx.policy_in_force()
+        if stored is None:
+            return NO_POLICY, 0
+        cached = self._parsed_policy
+        if cached is not None and cached[0] == stored:
+            return cached[1], stored.version
+        source = f"stored policy v{stored.version}"
+        if sha256_hex(stored.document_json.encode()) != stored.document_hash:
+            raise PolicyInvalid(
+                "the document does not match its hash",
+                source=source,
+                hint="Check `supervisor audit verify` and re-apply the policy with "
+                "`supervisor policy apply FILE`.",
+            )
+        try:
+            document = json.loads(stored.document_json)
+        except ValueError:
+            raise PolicyInvalid("the document is not JSON", source=source) from None
+        policy = ApprovalPolicy.from_document(document, source=source)
+        self._parsed_policy = (stored, policy)
+        return policy, stored.version
+
+    def _check_grant(
+        self,
+        tx: LedgerTx,
+        proposal: Proposal,
+        identity: EnvironmentIdentity,
+        approver_id: str,
+        *,
+        approving: bool,
+    ) -> int:
+        """Apply the policy in force to a granting decision; returns the policy version read.
+
+        Raises:
+            SelfApprovalForbidden, ApproverNotAllowed, PolicyInvalid.
+        """
+        policy, version = self._policy_in_force(tx)
+        policy.check_grant(proposal, identity, approving=approving, approver_id=approver_id)
+        return version
 
     def _now(self) -> datetime:
         return as_utc(self.clock.now())
@@ -119,15 +245,21 @@ class LedgerBase:
         approver_id: str,
         reason: str | None,
         context: ApproverContext,
+        identity: EnvironmentIdentity,
+        policy_version: int | None = None,
     ) -> dict[str, Any]:
-        return {
+        payload: dict[str, Any] = {
             "from": proposal.status.value,
             "to": to_status.value,
             "args_hash": proposal.args_hash,
             "approver_id": approver_id,
             "reason": reason,
             "context": context.model_dump(),
+            "identity": str(identity),
         }
+        if policy_version is not None:
+            payload["policy_version"] = policy_version
+        return payload
 
     @staticmethod
     def _context(context: ApproverContext | None, via: Via | None) -> ApproverContext:

@@ -132,19 +132,25 @@ class NotOwner(LedgerError, PermissionError):
 
 
 class ApproverNotAllowed(LedgerError, PermissionError):
-    """The approver is not on the allowlist for one of the proposal's domains."""
+    """The deciding OS identity is not on the allowlist for one of the proposal's domains."""
 
     code = "approver_not_allowed"
 
-    def __init__(self, proposal_id: str, *, approver_id: str, domain: str) -> None:
+    def __init__(
+        self, proposal_id: str, *, approver_id: str, domain: str, identity: str | None = None
+    ) -> None:
         self.proposal_id = proposal_id
         self.approver_id = approver_id
+        self.identity = identity or approver_id
+        label = f" (approver label {approver_id!r})" if identity else ""
         super().__init__(
-            f"{approver_id!r} may not decide proposal {proposal_id} (domain {domain!r}).",
-            hint="Ask an approver listed for that domain.",
+            f"{self.identity} may not decide proposal {proposal_id} (domain {domain!r}){label}.",
+            hint="Ask an approver listed for that domain to decide it from their own OS account "
+            "(`supervisor policy show`); the approver label does not change who you are.",
             proposal_id=proposal_id,
             approver_id=approver_id,
             domain=domain,
+            identity=self.identity,
         )
 
 
@@ -153,14 +159,79 @@ class SelfApprovalForbidden(LedgerError, PermissionError):
 
     code = "self_approval_forbidden"
 
-    def __init__(self, proposal_id: str, *, approver_id: str) -> None:
+    def __init__(
+        self,
+        proposal_id: str,
+        *,
+        approver_id: str,
+        identity: str | None = None,
+        user: str | None = None,
+    ) -> None:
         self.proposal_id = proposal_id
         self.approver_id = approver_id
+        self.identity = identity or approver_id
+        label = f" (approver label {approver_id!r})" if identity else ""
+        requester = f"is the proposal's user ({user!r})" if user else "requested it"
         super().__init__(
-            f"{approver_id!r} requested proposal {proposal_id} and may not approve it.",
-            hint="Ask a different approver (the ledger forbids self-approval).",
+            f"{self.identity} {requester} and may not approve proposal {proposal_id}{label}.",
+            hint="Ask someone logged in as a different OS user (the ledger forbids self-approval).",
             proposal_id=proposal_id,
             approver_id=approver_id,
+            identity=self.identity,
+        )
+
+
+class IdentityNotVerified(LedgerError, PermissionError):
+    """A policy rule needs this process's OS user, which a user namespace makes unverifiable."""
+
+    code = "identity_not_verified"
+
+    def __init__(
+        self, *, identity: str, proposal_id: str | None = None, approver_id: str | None = None
+    ) -> None:
+        self.proposal_id = proposal_id
+        self.identity = identity
+        act = f"decide proposal {proposal_id}" if proposal_id else "apply an approval policy"
+        label = f" (approver label {approver_id!r})" if approver_id else ""
+        super().__init__(
+            f"{identity} may not {act}: a user namespace maps this process's uid, so its OS "
+            f"user cannot be verified{label}.",
+            hint="Run it from a process outside any user namespace (a normal login shell).",
+            proposal_id=proposal_id,
+            approver_id=approver_id,
+            identity=identity,
+        )
+
+
+class PolicyInvalid(LedgerError, ValueError):
+    """An approval policy document (a file, an SDK object or the stored version) is unusable."""
+
+    code = "policy_invalid"
+
+    def __init__(self, problem: str, *, source: str, hint: str | None = None) -> None:
+        self.source = source
+        super().__init__(
+            f"{source}: {problem}",
+            hint=hint or "Fix the policy (see docs/policy.md) and run `supervisor policy apply`.",
+            source=source,
+        )
+
+
+class PolicyMismatch(LedgerError):
+    """A process opened the ledger with a policy other than the one the ledger enforces."""
+
+    code = "policy_mismatch"
+
+    def __init__(self, *, stored_version: int, stored_hash: str, given_hash: str) -> None:
+        self.stored_version = stored_version
+        super().__init__(
+            f"The ledger enforces approval policy v{stored_version} ({stored_hash[:12]}); this "
+            f"process was given a different one ({given_hash[:12]}) and it was not applied.",
+            hint="Open the ledger without policy= to use the stored policy, or change it for "
+            "everyone with `supervisor policy apply FILE`.",
+            stored_version=stored_version,
+            stored_hash=stored_hash,
+            given_hash=given_hash,
         )
 
 

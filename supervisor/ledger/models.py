@@ -8,7 +8,6 @@ filters need no join. The ``execution`` row keeps the details of the write-ahead
 
 from __future__ import annotations
 
-import getpass
 import os
 import socket
 import sys
@@ -18,6 +17,8 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from supervisor.ledger.identity import EnvironmentIdentity
 
 Via = Literal["sdk", "tui", "cli"]
 
@@ -84,18 +85,19 @@ class ApproverContext(_Frozen):
 
     @classmethod
     def current(cls, via: Via = "sdk") -> ApproverContext:
-        """Capture the context of the calling process."""
-        try:
-            os_user = getpass.getuser()
-        except (KeyError, OSError):
-            os_user = str(os.getuid())
+        """Capture the context of the calling process.
+
+        The OS user is the real uid's entry in the password database, not ``LOGNAME``/``USER``
+        (see :class:`~supervisor.ledger.identity.EnvironmentIdentity`).
+        """
+        identity = EnvironmentIdentity.current()
         tty: str | None = None
         try:
             if sys.stdin is not None and sys.stdin.isatty():
                 tty = os.ttyname(sys.stdin.fileno())
         except (OSError, ValueError):
             tty = None
-        return cls(os_user=os_user, host=socket.gethostname(), pid=os.getpid(), tty=tty, via=via)
+        return cls(os_user=identity.user, host=identity.host, pid=os.getpid(), tty=tty, via=via)
 
 
 class ExecutorIdentity(_Frozen):

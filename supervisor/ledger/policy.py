@@ -1,51 +1,306 @@
-"""Optional approval policies and the argument diff recorded when a proposal is edited."""
+"""Approval policies (who may grant authority), their stored form, and the argument diff of an edit.
+
+A policy is stored in the ledger as a versioned document (canonical JSON, see
+:class:`PolicyVersion`) and every process that opens the ledger enforces the current version:
+
+```json
+{"format": 1,
+ "approval": {"forbid_self_approval": true, "approvers_by_domain": {"finance": ["cfo"]}}}
+```
+
+Readers are strict: an unknown key or a newer ``format`` is refused, never ignored, so a release
+that adds sections (allow/ask/deny rules, grants) cannot have its rules silently dropped by an
+older one. Sections that older releases could safely ignore may be added without a new format;
+anything that changes a decision bumps ``format``. Rules match the
+:class:`~supervisor.ledger.identity.EnvironmentIdentity` of the deciding process (``user`` or
+``user@host``), never a free-text approver id.
+"""
 
 from __future__ import annotations
 
+import tomllib
+import unicodedata
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from functools import cached_property
+from typing import Any, NamedTuple
 
-from supervisor.ledger.errors import ApproverNotAllowed, SelfApprovalForbidden
+from pydantic import BaseModel, ConfigDict
+
+from supervisor.canonical import canonical_json, sha256_hex
+from supervisor.ledger.errors import (
+    ApproverNotAllowed,
+    IdentityNotVerified,
+    PolicyInvalid,
+    SelfApprovalForbidden,
+)
+from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.models import Proposal
 
+POLICY_FORMAT = 1
+"""The newest policy document format this release reads and writes."""
 
-@dataclass(frozen=True)
+_TOP_KEYS = frozenset({"format", "approval"})
+_APPROVAL_KEYS = frozenset({"forbid_self_approval", "approvers_by_domain"})
+_MAX_NAME = 200
+
+
+def _problem_in_name(name: object, what: str) -> str | None:
+    """Why ``name`` cannot be an identity or domain name, or ``None`` when it can."""
+    if not isinstance(name, str):
+        return f"{what} must be a string, not {type(name).__name__}"
+    if not name or len(name) > _MAX_NAME:
+        return f"{what} must be 1 to {_MAX_NAME} characters"
+    for char in name:
+        if char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+            return f"{what} {name!r} contains a space, control or invisible character"
+    return None
+
+
+def _identity_problem(name: object) -> str | None:
+    problem = _problem_in_name(name, "an approver identity")
+    if problem is None and isinstance(name, str) and "#" in name:
+        # ``user@host#instance`` is a supervisor's label; identities are ``user`` or ``user@host``.
+        return f"approver identity {name!r} must be an OS user or user@host (no '#instance')"
+    return problem
+
+
+def _normalised(
+    forbid_self_approval: object, approvers_by_domain: object, *, source: str
+) -> dict[str, frozenset[str]]:
+    """The allowlists as frozensets, after checking every field.
+
+    Raises:
+        PolicyInvalid: A flag is not a bool, or a domain or identity is not a clean name.
+    """
+    if not isinstance(forbid_self_approval, bool):
+        raise PolicyInvalid("forbid_self_approval must be true or false", source=source)
+    if not isinstance(approvers_by_domain, Mapping):
+        raise PolicyInvalid("approvers_by_domain must map domains to lists", source=source)
+    normalised: dict[str, frozenset[str]] = {}
+    for domain, approvers in approvers_by_domain.items():
+        problem = _problem_in_name(domain, "a domain")
+        if problem is None and (
+            isinstance(approvers, str | bytes) or not isinstance(approvers, Collection)
+        ):
+            problem = f"the approvers of domain {domain!r} must be a list of identities"
+        for approver in () if problem else approvers:
+            problem = problem or _identity_problem(approver)
+        if problem:
+            raise PolicyInvalid(problem, source=source)
+        normalised[domain] = frozenset(approvers)
+    return normalised
+
+
+@dataclass(frozen=True, eq=False)
 class ApprovalPolicy:
     """Who may grant authority over a proposal.
 
     Applies to decisions that grant or prolong authority (approve, edit, extend); rejecting,
-    cancelling and revoking only take authority away, so any approver may do them.
+    cancelling and revoking only take authority away, so any approver may do them. The deciding
+    party is the OS identity of the deciding process (``user`` or ``user@host``), never the
+    approver id, which is only a label. Two policies are equal when their documents are.
 
     Attributes:
-        forbid_self_approval: The proposal's requesting user may not approve it.
-        approvers_by_domain: For each listed domain, the only approver ids allowed; domains not
-            listed are open to every approver.
+        forbid_self_approval: The OS user whose name is the proposal's ``user`` (as ``user`` or
+            ``user@host``, compared case-insensitively) may not approve it.
+        approvers_by_domain: For each listed domain, the only identities (``user`` matches that
+            OS user on any host, ``user@host`` only on that host) allowed; an empty list allows
+            nobody. Domains not listed are open to every approver.
+
+    Raises:
+        PolicyInvalid: A flag is not a bool, or a domain or identity is not a clean name.
     """
 
     forbid_self_approval: bool = False
     approvers_by_domain: Mapping[str, Collection[str]] = field(default_factory=dict)
 
-    def check_grant(self, proposal: Proposal, approver_id: str, *, approving: bool) -> None:
-        """Raise if ``approver_id`` may not grant authority over ``proposal``.
+    def __post_init__(self) -> None:
+        normalised = _normalised(
+            self.forbid_self_approval, self.approvers_by_domain, source="ApprovalPolicy"
+        )
+        object.__setattr__(self, "approvers_by_domain", normalised)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ApprovalPolicy):
+            return NotImplemented
+        return self.document_hash == other.document_hash
+
+    def __hash__(self) -> int:
+        return hash(self.document_hash)
+
+    # -- the stored form ------------------------------------------------------------------
+
+    def to_document(self) -> dict[str, Any]:
+        """The policy as its stored JSON document (current format, sorted lists)."""
+        return {
+            "format": POLICY_FORMAT,
+            "approval": {
+                "forbid_self_approval": self.forbid_self_approval,
+                "approvers_by_domain": {
+                    domain: sorted(approvers)
+                    for domain, approvers in sorted(self.approvers_by_domain.items())
+                },
+            },
+        }
+
+    def document_json(self) -> str:
+        """The document as canonical JSON (what is stored and hashed)."""
+        return canonical_json(self.to_document())
+
+    @cached_property
+    def document_hash(self) -> str:
+        """SHA-256 of :meth:`document_json`: two policies are the same exactly when it is."""
+        return sha256_hex(self.document_json().encode())
+
+    @classmethod
+    def from_document(cls, document: object, *, source: str) -> ApprovalPolicy:
+        """Read a policy document strictly.
+
+        Args:
+            document: Parsed JSON or TOML.
+            source: Where it came from, named in errors (a file path, "stored policy v3").
 
         Raises:
+            PolicyInvalid: Not a policy document of a format this release reads.
+        """
+        if not isinstance(document, Mapping):
+            raise PolicyInvalid("a policy must be a table/object", source=source)
+        unknown = sorted(set(document) - _TOP_KEYS)
+        if unknown:
+            raise PolicyInvalid(f"unknown key(s) {', '.join(map(repr, unknown))}", source=source)
+        version = document.get("format", POLICY_FORMAT)
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise PolicyInvalid("format must be a positive integer", source=source)
+        if version > POLICY_FORMAT:
+            raise PolicyInvalid(
+                f"policy format {version} is newer than this release reads ({POLICY_FORMAT})",
+                source=source,
+                hint="Upgrade agent-supervisor in this process; nothing was changed.",
+            )
+        approval = document.get("approval", {})
+        if not isinstance(approval, Mapping):
+            raise PolicyInvalid("[approval] must be a table", source=source)
+        unknown = sorted(set(approval) - _APPROVAL_KEYS)
+        if unknown:
+            raise PolicyInvalid(
+                f"unknown key(s) in [approval]: {', '.join(map(repr, unknown))}", source=source
+            )
+        by_domain = approval.get("approvers_by_domain", {})
+        if not isinstance(by_domain, Mapping):
+            raise PolicyInvalid("[approval.approvers_by_domain] must be a table", source=source)
+        forbid = approval.get("forbid_self_approval", False)
+        return cls(
+            forbid_self_approval=forbid,
+            approvers_by_domain=_normalised(forbid, by_domain, source=source),
+        )
+
+    @classmethod
+    def from_toml(cls, text: str, *, source: str) -> ApprovalPolicy:
+        """Read a policy from TOML text (an ``[approval]`` table).
+
+        Raises:
+            PolicyInvalid: Not TOML, or not a policy document.
+        """
+        try:
+            document = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise PolicyInvalid(f"not valid TOML ({error})", source=source) from None
+        return cls.from_document(document, source=source)
+
+    # -- enforcement ----------------------------------------------------------------------
+
+    def check_grant(
+        self,
+        proposal: Proposal,
+        identity: EnvironmentIdentity,
+        *,
+        approving: bool,
+        approver_id: str = "",
+    ) -> None:
+        """Raise if the process with ``identity`` may not grant authority over ``proposal``.
+
+        Args:
+            proposal: The proposal being decided.
+            identity: The deciding process's OS identity (what the rules match).
+            approving: True for an approval (self-approval applies), False for edit/extend.
+            approver_id: The free-text label, only named in the error.
+
+        Raises:
+            IdentityNotVerified: A rule applies and a user namespace maps this process's uid.
             SelfApprovalForbidden: Self-approval is forbidden and the approver is the requester.
             ApproverNotAllowed: A domain of the proposal has an allowlist without the approver.
         """
-        if (
-            approving
-            and self.forbid_self_approval
-            and proposal.user is not None
-            and proposal.user == approver_id
-        ):
-            raise SelfApprovalForbidden(proposal.proposal_id, approver_id=approver_id)
-        for domain in proposal.domains:
-            allowed = self.approvers_by_domain.get(domain)
-            if allowed is not None and approver_id not in allowed:
-                raise ApproverNotAllowed(
-                    proposal.proposal_id, approver_id=approver_id, domain=domain
+        self_rule = approving and self.forbid_self_approval and proposal.user is not None
+        listed = [domain for domain in proposal.domains if domain in self.approvers_by_domain]
+        if (self_rule or listed) and not identity.verified:
+            raise IdentityNotVerified(
+                identity=str(identity), proposal_id=proposal.proposal_id, approver_id=approver_id
+            )
+        if self_rule and proposal.user is not None:
+            requester = proposal.user.casefold()
+            if any(name.casefold() == requester for name in identity.names()):
+                raise SelfApprovalForbidden(
+                    proposal.proposal_id,
+                    approver_id=approver_id,
+                    identity=str(identity),
+                    user=proposal.user,
                 )
+        for domain in listed:
+            allowed = self.approvers_by_domain[domain]
+            if any(identity.names_of(user).isdisjoint(allowed) for user in identity.users):
+                raise ApproverNotAllowed(
+                    proposal.proposal_id,
+                    approver_id=approver_id,
+                    domain=domain,
+                    identity=str(identity),
+                )
+
+
+NO_POLICY = ApprovalPolicy()
+"""What a ledger with no stored policy enforces: every approver may approve everything."""
+
+
+class StoredPolicy(NamedTuple):
+    """The policy version in force exactly as stored: what the decision path checks."""
+
+    version: int
+    document_hash: str
+    document_json: str
+
+
+class PolicyVersion(BaseModel):
+    """One stored version of a ledger's approval policy.
+
+    Attributes:
+        version: 1, 2, ... in the order applied.
+        document: The policy document (see the module docstring).
+        document_hash: SHA-256 of the document's canonical JSON.
+        applied_by: The OS identity (``user@host``) of the process that applied it.
+        applied_at: When (UTC).
+        reason: Why, as given by whoever applied it.
+        audit_seq: The audit record written with it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    version: int
+    document: dict[str, Any]
+    document_hash: str
+    applied_by: str
+    applied_at: datetime
+    reason: str | None = None
+    audit_seq: int
+
+    @property
+    def policy(self) -> ApprovalPolicy:
+        """The policy this version holds.
+
+        Raises:
+            PolicyInvalid: The stored document is not one this release reads.
+        """
+        return ApprovalPolicy.from_document(self.document, source=f"stored policy v{self.version}")
 
 
 def diff_arguments(old: Any, new: Any, path: str = "$") -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from supervisor.ledger.base import LedgerBase, validated_arguments
 from supervisor.ledger.errors import ApprovalExpired, LedgerError
 from supervisor.ledger.execution import ExecutionMixin
 from supervisor.ledger.feed import FeedMixin
+from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.models import (
     ApproverContext,
     Proposal,
@@ -29,6 +30,7 @@ from supervisor.ledger.models import (
     ProposalStatus,
     Via,
 )
+from supervisor.ledger.policy_versions import PolicyMixin
 from supervisor.ledger.records import RecordsServiceMixin
 
 _S = ProposalStatus
@@ -54,13 +56,16 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         raise ValueError(f"Not a proposal list cursor: {cursor!r}") from error
 
 
-class ApprovalLedger(AmendMixin, ExecutionMixin, FeedMixin, RecordsServiceMixin, LedgerBase):
+class ApprovalLedger(
+    AmendMixin, ExecutionMixin, FeedMixin, RecordsServiceMixin, PolicyMixin, LedgerBase
+):
     """Durable approvals shared by every process that opens the same ledger.
 
     Args:
         engine_or_repository: An engine (its schema is brought current) or a repository.
         clock: Where time comes from; inject a ``ManualClock`` in tests.
-        policy: Optional self-approval and per-domain allowlist rules.
+        policy: The approval policy this process expects (see ``LedgerBase``); the stored one
+            is enforced either way.
         default_ttl_seconds: Expiry of proposals proposed without an explicit TTL.
     """
 
@@ -206,6 +211,8 @@ class ApprovalLedger(AmendMixin, ExecutionMixin, FeedMixin, RecordsServiceMixin,
         grants: bool,
     ) -> Proposal:
         ctx = self._context(context, via)
+        identity = EnvironmentIdentity.current()
+        policy_version: int | None = None
         expired_error: LedgerError | None = None
         with self.repository.write() as tx:
             now = self._now()
@@ -213,7 +220,10 @@ class ApprovalLedger(AmendMixin, ExecutionMixin, FeedMixin, RecordsServiceMixin,
             if current.status is not from_status:
                 raise self._state_error(tx, current, wanted)
             if grants:
-                self.policy.check_grant(current, approver_id, approving=action == "approve")
+                # Read in this write transaction: a policy change cannot interleave.
+                policy_version = self._check_grant(
+                    tx, current, identity, approver_id, approving=action == "approve"
+                )
             if current.expires_at <= now and to_status is not _S.CANCELLED:
                 self._expire_in_tx(tx, current, now)
                 expired_error = ApprovalExpired(proposal_id, expires_at=current.expires_at)
@@ -233,7 +243,8 @@ class ApprovalLedger(AmendMixin, ExecutionMixin, FeedMixin, RecordsServiceMixin,
                     at=now, actor=approver_id, action=action, subject=proposal_id,
                     payload=self._decision_payload(
                         current, to_status=to_status, approver_id=approver_id,
-                        reason=reason, context=ctx,
+                        reason=reason, context=ctx, identity=identity,
+                        policy_version=policy_version,
                     ),
                 )  # fmt: skip
                 updated = changed
@@ -254,7 +265,8 @@ class ApprovalLedger(AmendMixin, ExecutionMixin, FeedMixin, RecordsServiceMixin,
 
         Args:
             proposal_id: The proposal.
-            approver_id: Who decides, as established by trusted host code.
+            approver_id: A label for who decides (recorded beside the OS identity of this
+                process, which is what the approval policy matches).
             reason: Why (recorded and audited).
             context: What the ledger can see of the approver; captured from this process if
                 omitted.
@@ -267,8 +279,11 @@ class ApprovalLedger(AmendMixin, ExecutionMixin, FeedMixin, RecordsServiceMixin,
             ProposalNotFound: No such proposal.
             ApprovalAlreadyDecided: It was already decided; names by whom and when.
             ApprovalExpired: Its expiry passed (it is marked expired).
-            SelfApprovalForbidden: Policy forbids the requester approving.
-            ApproverNotAllowed: The approver is not allowlisted for one of its domains.
+            SelfApprovalForbidden: The ledger's policy forbids the requester approving, and
+                this process runs as the proposal's user.
+            ApproverNotAllowed: This process's OS identity is not allowlisted for one of its
+                domains.
+            PolicyInvalid: The stored policy cannot be read (nothing is approved).
         """
         return self._decide(
             proposal_id, action="approve", wanted="approved", from_status=_S.PENDING,

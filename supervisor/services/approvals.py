@@ -194,7 +194,7 @@ class ApprovalsService:
         upserted: list[Proposal] = []
         removed: list[str] = []
         for subject in subjects:
-            if subject == "retention":
+            if subject in ("retention", "policy"):  # not proposals
                 continue
             try:
                 proposal = self.ledger.get(subject)

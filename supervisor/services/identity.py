@@ -1,4 +1,9 @@
-"""Who decides from this supervisor: OS user@host plus the supervisor instance id."""
+"""Who decides from this supervisor: OS user@host plus the supervisor instance id.
+
+The OS user is read from the process's uid (see ``supervisor.ledger.identity``), not from
+``LOGNAME``/``USER``. ``approver_id`` is a label recorded with each decision; approval policies
+never match it: the ledger checks the OS identity of the deciding process itself.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,8 @@ class ApproverIdentity:
 
     Attributes:
         approver_id: ``user@host#instance`` for a supervisor (so a conflict names the exact
-            supervisor that won), ``user@host`` for the CLI, or an explicit id from trusted code.
+            supervisor that won), ``user@host`` for the CLI, or an explicit label (``--approver``)
+            recorded beside the OS identity; policies never match it.
         instance_id: This supervisor instance (empty for the CLI).
         context: What the ledger stores about the process (OS user, host, pid, tty, via).
     """

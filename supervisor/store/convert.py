@@ -19,11 +19,13 @@ from supervisor.ledger.models import (
     ToolRecord,
     TraceEvent,
 )
+from supervisor.ledger.policy import PolicyVersion
 from supervisor.store.tables import (
     AgentRow,
     AuditRow,
     CheckpointRow,
     ExecutionRow,
+    PolicyVersionRow,
     ProcessRow,
     ProposalRow,
     ToolRegistryRow,
@@ -193,3 +195,29 @@ def process_from_row(row: ProcessRow) -> ProcessRecord:
         heartbeat_at=row.heartbeat_at,
         exit_code=row.exit_code,
     )
+
+
+def policy_version_from_row(row: PolicyVersionRow | Any) -> PolicyVersion:
+    """A stored policy version from its ORM row or a Core row of the policy_version table."""
+    return PolicyVersion(
+        version=row.version,
+        document=loads(row.document_json, {}),
+        document_hash=row.document_hash,
+        applied_by=row.applied_by,
+        applied_at=row.applied_at,
+        reason=row.reason,
+        audit_seq=row.audit_seq,
+    )
+
+
+def policy_version_to_values(version: PolicyVersion) -> dict[str, Any]:
+    """The policy_version table's column values (the document as canonical JSON)."""
+    return {
+        "version": version.version,
+        "document_json": canonical_json(version.document),
+        "document_hash": version.document_hash,
+        "applied_by": version.applied_by,
+        "applied_at": version.applied_at,
+        "reason": version.reason,
+        "audit_seq": version.audit_seq,
+    }

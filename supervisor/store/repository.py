@@ -38,6 +38,7 @@ from supervisor.store.convert import (
 from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
 from supervisor.store.notify import CHANNEL, ChangeProbe, open_probe
+from supervisor.store.policy_versions import POLICY_IN_FORCE_COLUMNS, PolicyVersionsMixin
 from supervisor.store.records import RecordsMixin
 from supervisor.store.tables import (
     AuditRow,
@@ -61,8 +62,8 @@ _SELECT_EXECUTION = sa.select(_EXECUTION).where(
 )
 _AUDIT_TIP = sa.select(_AUDIT.c.seq, _AUDIT.c.hash).order_by(_AUDIT.c.seq.desc()).limit(1)
 _EXECUTION_PREFIX = "x_"
-# A write's first read: the proposal, its execution (if claimed) and the audit chain tip in one
-# statement; the tip is two primary-key index seeks.
+# A write's first read: the proposal, its execution (if claimed), the audit chain tip and the
+# approval policy in force in one statement; tip and policy are primary-key index seeks.
 _SELECT_FOR_WRITE = (
     sa.select(
         _PROPOSAL,
@@ -77,6 +78,7 @@ _SELECT_FOR_WRITE = (
         .limit(1)
         .scalar_subquery()
         .label("tip_hash"),
+        *POLICY_IN_FORCE_COLUMNS,
     )
     .select_from(_PROPOSAL.outerjoin(_EXECUTION, _EXECUTION.c.proposal_id == _PROPOSAL.c.id))
     .where(_PROPOSAL.c.id == sa.bindparam("w_id"))
@@ -158,7 +160,7 @@ def _proposal_values(values: dict[str, Any]) -> dict[str, Any]:
     return columns
 
 
-class LedgerTx(RecordsMixin):
+class LedgerTx(PolicyVersionsMixin, RecordsMixin):
     """One open transaction on the ledger; created by :class:`Repository` only."""
 
     def __init__(self, connection: sa.Connection, dialect: str) -> None:
@@ -210,6 +212,7 @@ class LedgerTx(RecordsMixin):
                 if row.tip_seq is not None
                 else (0, GENESIS_HASH)
             )
+        self._keep_policy_in_force(row)
         mapping = row._mapping
         execution = None
         if mapping[_EXECUTION_PREFIX + "id"] is not None:

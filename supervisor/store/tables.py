@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema version this code writes; ``ledger_meta`` stores the ledger's own."""
 
 
@@ -221,3 +221,17 @@ class LedgerMetaRow(SQLModel, table=True):
 
     key: str = Field(primary_key=True, max_length=100)
     value: str = Field(sa_type=sa.Text)
+
+
+class PolicyVersionRow(SQLModel, table=True):
+    """One version of the ledger's approval policy; the highest version is in force."""
+
+    __tablename__ = "policy_version"
+
+    version: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    document_json: str = Field(sa_type=sa.Text)
+    document_hash: str = Field(max_length=64)
+    applied_by: str = Field(max_length=255)
+    applied_at: datetime = _ts()
+    reason: str | None = Field(default=None, sa_type=sa.Text)
+    audit_seq: int

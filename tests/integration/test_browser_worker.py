@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 from support.browser_run import (
     RUN_TIMEOUT_S,
+    Reviewer,
     Verdict,
     approve_all,
     chromium_or_skip,

@@ -26,6 +26,7 @@ from supervisor.ledger import (
     ProposalStatus,
     SelfApprovalForbidden,
 )
+from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.store.engine import create_ledger_engine
 
@@ -448,31 +449,45 @@ def test_keyset_pagination_is_stable(ledger: ApprovalLedger, clock: ManualClock)
 
 
 def test_self_approval_can_be_forbidden(engine: Engine, clock: ManualClock) -> None:
+    # The rule matches the OS user of the deciding process, not the approver id (a label).
+    me = EnvironmentIdentity.current()
     strict = ApprovalLedger(engine, clock, policy=ApprovalPolicy(forbid_self_approval=True))
-    proposal = propose(strict, user="bob")
-    with pytest.raises(SelfApprovalForbidden) as caught:
-        strict.approve(proposal.proposal_id, "bob")
-    assert caught.value.code == "self_approval_forbidden"
-    assert strict.get(proposal.proposal_id).status is ProposalStatus.PENDING
-    assert strict.approve(proposal.proposal_id, "alice").status is ProposalStatus.APPROVED
-    lenient = ApprovalLedger(engine, clock)
-    assert lenient.approve(propose(lenient, user="bob").proposal_id, "bob").approver_id == "bob"
+    for requester in (me.user, f"{me.user}@{me.host}"):
+        proposal = propose(strict, user=requester)
+        for label in ("alice", requester):
+            with pytest.raises(SelfApprovalForbidden) as caught:
+                strict.approve(proposal.proposal_id, label, context=CTX)
+            assert caught.value.code == "self_approval_forbidden"
+        assert strict.get(proposal.proposal_id).status is ProposalStatus.PENDING
+    assert strict.approve(propose(strict, user="bob").proposal_id, "bob").approver_id == "bob"
+    # Opening the same ledger without a policy enforces the stored one.
+    stored = ApprovalLedger(engine, clock)
+    with pytest.raises(SelfApprovalForbidden):
+        stored.approve(propose(stored, user=me.user).proposal_id, "alice")
 
 
 def test_approvers_allowlisted_per_domain(engine: Engine, clock: ManualClock) -> None:
-    policy = ApprovalPolicy(approvers_by_domain={"payments": {"cfo"}})
-    ledger = ApprovalLedger(engine, clock, policy=policy)
+    me = EnvironmentIdentity.current()
+    ledger = ApprovalLedger(
+        engine, clock, policy=ApprovalPolicy(approvers_by_domain={"payments": {"cfo"}})
+    )
     paying = propose(ledger, domains=("crm", "payments"))
     with pytest.raises(ApproverNotAllowed) as caught:
-        ledger.approve(paying.proposal_id, "intern")
+        ledger.approve(paying.proposal_id, "cfo")  # the label is not who decides
     assert "payments" in str(caught.value)
     with pytest.raises(ApproverNotAllowed):
-        ledger.edit(paying.proposal_id, {"name": "x"}, "intern")
-    assert ledger.approve(paying.proposal_id, "cfo").status is ProposalStatus.APPROVED
+        ledger.edit(paying.proposal_id, {"name": "x"}, "cfo")
     assert ledger.approve(propose(ledger).proposal_id, "intern").status is ProposalStatus.APPROVED
     assert ledger.reject(propose(ledger, domains=("payments",)).proposal_id, "intern").status is (
         ProposalStatus.REJECTED
     )
+    for listed in (me.user, f"{me.user}@{me.host}"):
+        ledger.apply_policy(ApprovalPolicy(approvers_by_domain={"payments": {listed}}))
+        allowed = propose(ledger, domains=("crm", "payments"))
+        assert ledger.approve(allowed.proposal_id, "intern").status is ProposalStatus.APPROVED
+    ledger.apply_policy(ApprovalPolicy(approvers_by_domain={"payments": {f"{me.user}@elsewhere"}}))
+    with pytest.raises(ApproverNotAllowed):
+        ledger.approve(paying.proposal_id, "intern")
 
 
 # races (threads on separate engines = separate connections) -------------------------------

@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 from tui_helpers import propose
 
-from supervisor.ledger.errors import ApprovalAlreadyDecided
+from supervisor.ledger.errors import (
+    ApprovalAlreadyDecided,
+    ApproverNotAllowed,
+    SelfApprovalForbidden,
+)
+from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.models import ProposalStatus, TraceEvent
+from supervisor.ledger.policy import ApprovalPolicy
 from supervisor.provider import SQLModelProvider
 from supervisor.services.approvals import ApprovalsService, InboxChange
 from supervisor.services.edits import InvalidEdit, parse_edited_arguments
@@ -137,3 +143,21 @@ def test_review_filters_and_stats() -> None:
     assert len(index.select(ReviewFilter(status="error"))) == 4
     assert len(index.select(ReviewFilter(text='"i": 11'))) == 1
     assert index.tools["lookup"].usable_ratio == pytest.approx(8 / 12)
+
+
+def test_the_supervisor_decides_under_the_ledgers_policy_as_its_os_user(
+    provider: SQLModelProvider, identity: ApproverIdentity
+) -> None:
+    # The identity's label and context say "tester"; the ledger matches the process's OS user.
+    me = EnvironmentIdentity.current().user
+    provider.ledger.apply_policy(
+        ApprovalPolicy(forbid_self_approval=True, approvers_by_domain={"payments": ["tester"]})
+    )
+    service = ApprovalsService(provider.ledger, identity)
+    mine = propose(provider.ledger, user=me)
+    paying = propose(provider.ledger, user="tester", domains=("payments",))
+    for proposal, error in ((mine, SelfApprovalForbidden), (paying, ApproverNotAllowed)):
+        guard = service.confirm_rendered(proposal, render_arguments(proposal.arguments))
+        with pytest.raises(error):
+            service.approve(proposal.proposal_id, guard)
+        assert provider.ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING

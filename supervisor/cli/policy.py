@@ -1,0 +1,151 @@
+"""``supervisor policy``: show, list and apply the approval policy stored in the ledger.
+
+The ledger holds one policy for every process that opens it (SDK, CLI, TUI, MCP); changing it
+is an audited act recorded with the OS identity (``user@host``) of whoever ran ``apply``.
+Errors (an unreadable or invalid file, an unusable stored policy) print one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from supervisor.cli.proposals import db_option, open_ledger
+from supervisor.ledger.errors import PolicyInvalid
+from supervisor.ledger.policy import ApprovalPolicy, PolicyVersion
+
+
+def _echo(text: str) -> None:
+    """One human-facing line per line of ``text``, with invisible characters escaped."""
+    from supervisor.services.rendering import visible_escapes
+
+    for line in text.split("\n"):
+        click.echo(visible_escapes(line))
+
+
+def _json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=True))
+
+
+def _toml_string(text: str) -> str:
+    # A TOML basic string: JSON's escapes for quotes, backslashes and controls are valid TOML.
+    return json.dumps(text, ensure_ascii=False)
+
+
+def policy_toml(policy: ApprovalPolicy) -> str:
+    """The policy as a TOML file that ``supervisor policy apply`` reads back unchanged."""
+    document = policy.to_document()
+    approval = document["approval"]
+    lines = [
+        f"format = {document['format']}",
+        "",
+        "[approval]",
+        f"forbid_self_approval = {'true' if approval['forbid_self_approval'] else 'false'}",
+        "",
+        "[approval.approvers_by_domain]",
+    ]
+    for domain, approvers in approval["approvers_by_domain"].items():
+        listed = ", ".join(_toml_string(name) for name in approvers)
+        lines.append(f"{_toml_string(domain)} = [{listed}]")
+    return "\n".join(lines)
+
+
+def _version_json(version: PolicyVersion) -> dict[str, Any]:
+    data: dict[str, Any] = version.model_dump(mode="json")
+    return data
+
+
+def _summary(version: PolicyVersion) -> str:
+    reason = f"  {version.reason}" if version.reason else ""
+    return (
+        f"v{version.version}  {version.applied_at.isoformat(timespec='seconds')}  "
+        f"{version.applied_by}  {version.document_hash[:12]}{reason}"
+    )
+
+
+@click.group()
+def policy() -> None:
+    """Show, list and apply the ledger's approval policy (enforced by every process)."""
+
+
+@policy.command("show")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document.")
+@db_option
+def show(as_json: bool, db_url: str | None) -> None:
+    """Show the policy in force (as TOML that `policy apply` accepts)."""
+    with open_ledger(db_url) as ledger:
+        stored = ledger.current_policy()
+        if not as_json:
+            ledger.policy  # noqa: B018 - a stored document that fails its hash is an error here
+    if as_json:
+        _json(_version_json(stored) if stored else {"version": 0, "document": None})
+        return
+    if stored is None:
+        click.echo("No approval policy stored: any approver may approve any proposal.")
+        click.echo("Set one with `supervisor policy apply FILE`.")
+        return
+    text = policy_toml(stored.policy)
+    _echo(f"# approval policy {_summary(stored)}\n{text}")
+
+
+@policy.command("history")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document.")
+@db_option
+def history(as_json: bool, db_url: str | None) -> None:
+    """List every stored version, oldest first: when, by whom, hash and reason."""
+    with open_ledger(db_url) as ledger:
+        versions = ledger.policy_history()
+    if as_json:
+        _json({"versions": [_version_json(version) for version in versions]})
+        return
+    if not versions:
+        click.echo("No approval policy stored.")
+        return
+    for version in versions:
+        _echo(_summary(version))
+
+
+def read_policy_file(path: Path) -> ApprovalPolicy:
+    """The policy in a TOML file.
+
+    Raises:
+        PolicyInvalid: The file cannot be read, is not UTF-8 TOML, or is not a policy.
+    """
+    source = str(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as error:
+        raise PolicyInvalid(
+            f"cannot read the file ({error.strerror or error})", source=source,
+            hint="Pass the path of a TOML file with an [approval] table.",
+        ) from None  # fmt: skip
+    except UnicodeDecodeError:
+        raise PolicyInvalid("the file is not UTF-8 text", source=source) from None
+    return ApprovalPolicy.from_toml(text, source=source)
+
+
+@policy.command("apply")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--reason", default=None, help="Why (stored and audited).")
+@db_option
+def apply(file: Path, reason: str | None, db_url: str | None) -> None:
+    """Make the policy in FILE (TOML, an [approval] table) the ledger's policy.
+
+    \b
+    [approval]
+    forbid_self_approval = true
+    [approval.approvers_by_domain]
+    finance = ["cfo", "cfo@host"]
+    """
+    new_policy = read_policy_file(file)
+    with open_ledger(db_url) as ledger:
+        change = ledger.apply_policy(new_policy, reason=reason, via="cli")
+    if change.version is None:
+        click.echo("Unchanged: the ledger has no policy and this one has no rules.")
+    elif not change.changed:
+        _echo(f"Unchanged: the ledger already enforces this policy (v{change.version.version}).")
+    else:
+        _echo(f"Applied approval policy {_summary(change.version)}")
