@@ -116,7 +116,7 @@ async def test_blob_pointer_and_viewer_escape_the_media_type_and_content(
         await pilot.press("t", "up")
         detail = app.screen.query_one(DetailPane)
         pointer = detail.query_one("#detail-blob", Static)
-        await wait_for(pilot, lambda: "integrity ok" in drawn_text(pointer))
+        await wait_for(pilot, lambda: "offloaded result" in drawn_text(pointer))
         await expect_drawn(
             pilot, pointer, ["text/[/]\x1b[2J[link=https://evil]x", "preview: row [/]"]
         )
