@@ -7,8 +7,10 @@ from typing import ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
+from screens.literal import escaped_lines
 from screens.main_screen import MainScreen
 from supervisor.assets import asset_path
 from supervisor.ledger.service import ApprovalLedger
@@ -84,6 +86,29 @@ class SupervisorApp(App[None]):
             service.stop()
         if self._provider is not None:
             self._provider.close()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Show a toast; its text is always literal and escaped, whatever ``markup`` says.
+
+        Toasts carry ledger text (tool names, agent ids, approvers, error messages), and
+        Textual parses a toast as markup by default: ``[/]`` would kill the app. Every
+        ``notify()`` of every screen ends here, so no call site can forget.
+        """
+        super().notify(
+            escaped_lines(message),
+            title=escaped_lines(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

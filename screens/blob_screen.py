@@ -11,6 +11,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Log, Static
 
+from screens.literal import literal
 from screens.messages import BlobLoaded
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import Blob, TraceEvent
@@ -38,7 +39,7 @@ class BlobScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="blob-body"):
-            yield Static(f"loading {self.event.blob_ref} …", id="blob-header", markup=False)
+            yield Static(literal(f"loading {self.event.blob_ref} …"), id="blob-header")
             yield Log(id="blob-log", highlight=False)
         yield Footer()
 
@@ -63,7 +64,7 @@ class BlobScreen(Screen[None]):
     def on_blob_loaded(self, message: BlobLoaded) -> None:
         header = self.query_one("#blob-header", Static)
         if message.error or message.blob is None:
-            header.update(f"{self.event.blob_ref}: {message.error}")
+            header.update(literal(f"{self.event.blob_ref}: {message.error}"))
             self.add_class("-corrupted")
             return
         self.blob = message.blob
@@ -79,8 +80,10 @@ class BlobScreen(Screen[None]):
         log.write_lines(visible_escapes(line) for line in text.split("\n"))
         log.scroll_home(animate=False)
         self.query_one("#blob-header", Static).update(
-            f"sha256:{self.blob.sha256}  {self.blob.size:,} bytes  {self.blob.media_type}  "
-            f"integrity verified  page {self.page + 1}/{self.pages}"
+            literal(
+                f"sha256:{self.blob.sha256}  {self.blob.size:,} bytes  {self.blob.media_type}  "
+                f"integrity verified  page {self.page + 1}/{self.pages}"
+            )
         )
 
     def action_page(self, delta: int) -> None:

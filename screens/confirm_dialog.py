@@ -10,6 +10,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from screens.literal import literal_lines
+
 
 class ConfirmDialog(ModalScreen[bool]):
     """Dismisses with ``True`` only when the confirm button (or ``y``) is pressed."""
@@ -26,7 +28,7 @@ class ConfirmDialog(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(self.question, classes="dialog-question", markup=False)
+            yield Static(literal_lines(self.question), classes="dialog-question")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.confirm_label, variant="warning", id="confirm-yes")
                 yield Button("Back", id="confirm-no")

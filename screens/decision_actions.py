@@ -16,6 +16,7 @@ from textual.screen import Screen
 
 from screens.confirm_dialog import ConfirmDialog
 from screens.edit_arguments_screen import EditArgumentsScreen, diff_text
+from screens.literal import escaped
 from screens.messages import DecisionFailed, ProposalDecided
 from screens.reason_dialog import ReasonDialog
 from supervisor.errors import SupervisorError
@@ -33,7 +34,7 @@ PROPOSAL_ACTIONS = frozenset(
 def conflict_message(error: ApprovalAlreadyDecided) -> str:
     """``Already approved by alice@host at 12:00:03 UTC`` for the loser of a race."""
     when = f"{error.at:%Y-%m-%d %H:%M:%S} UTC" if isinstance(error.at, datetime) else "?"
-    return f"Already {error.status} by {error.by or 'the ledger'} at {when}."
+    return f"Already {escaped(error.status)} by {escaped(error.by or 'the ledger')} at {when}."
 
 
 class DecisionActions(Screen[None]):
@@ -88,7 +89,7 @@ class DecisionActions(Screen[None]):
                     else f"{shown_for:.1f}s after it was shown"
                 )
                 self.notify(
-                    f"The key reached {proposal.tool_name} {when}. "
+                    f"The key reached {escaped(proposal.tool_name)} {when}. "
                     "Check it is the one you mean, then press the key again.",
                     title="Selection just changed",
                     severity="warning",
@@ -114,10 +115,10 @@ class DecisionActions(Screen[None]):
             if answer:
                 self.decide("approve", proposal.proposal_id, guard=guard)
 
-        domains = ", ".join(proposal.domains)
+        domains = escaped(", ".join(proposal.domains))
         self.app.push_screen(
             ConfirmDialog(
-                f"{proposal.tool_name} touches high-risk domains ({domains}). Approve it?",
+                f"{escaped(proposal.tool_name)} touches high-risk domains ({domains}). Approve it?",
                 "Approve",
             ),
             confirmed,
@@ -139,8 +140,8 @@ class DecisionActions(Screen[None]):
 
         self.app.push_screen(
             ConfirmDialog(
-                f"Approve {len(identical)} identical {proposal.tool_name} proposals "
-                f"(args hash {proposal.args_hash[:12]})?",
+                f"Approve {len(identical)} identical {escaped(proposal.tool_name)} proposals "
+                f"(args hash {escaped(proposal.args_hash[:12])})?",
                 f"Approve {len(identical)}",
             ),
             confirmed,
@@ -155,7 +156,7 @@ class DecisionActions(Screen[None]):
             if reason:
                 self.decide("reject", proposal.proposal_id, reason=reason)
 
-        self.app.push_screen(ReasonDialog(f"Reject {proposal.tool_name}: why?"), submitted)
+        self.app.push_screen(ReasonDialog(f"Reject {escaped(proposal.tool_name)}: why?"), submitted)
 
     def action_cancel_proposal(self) -> None:
         proposal = self.selected
@@ -167,7 +168,7 @@ class DecisionActions(Screen[None]):
                 self.decide("cancel", proposal.proposal_id, reason=reason or None)
 
         self.app.push_screen(
-            ReasonDialog(f"Cancel {proposal.tool_name} (reason optional)", required=False),
+            ReasonDialog(f"Cancel {escaped(proposal.tool_name)} (reason optional)", required=False),
             submitted,
         )
 
@@ -249,7 +250,7 @@ class DecisionActions(Screen[None]):
             "extend": "Extended",
             "edit": "New proposal",
         }
-        names = ", ".join(p.tool_name for p in message.proposals[:3]) or "nothing"
+        names = ", ".join(escaped(p.tool_name) for p in message.proposals[:3]) or "nothing"
         count = f" ({len(message.proposals)})" if len(message.proposals) > 1 else ""
         text = f"{verbs.get(message.action, message.action)}: {names}{count}"
         if message.detail:

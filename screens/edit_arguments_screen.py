@@ -11,10 +11,11 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static, TextArea
 
+from screens.literal import escaped, literal, literal_lines
 from supervisor.ledger.models import Proposal
 from supervisor.ledger.policy import diff_arguments
 from supervisor.services.edits import InvalidEdit, parse_edited_arguments
-from supervisor.services.rendering import visible_escapes
+from supervisor.services.rendering import render_arguments
 
 
 def diff_text(changes: list[dict[str, Any]]) -> str:
@@ -25,8 +26,8 @@ def diff_text(changes: list[dict[str, Any]]) -> str:
     for change in changes:
         old = json.dumps(change.get("old"), ensure_ascii=False)
         new = json.dumps(change.get("new"), ensure_ascii=False)
-        lines.append(f"{change['op']:<7} {change['path']}: {old} → {new}")
-    return visible_escapes("\n".join(lines))
+        lines.append(escaped(f"{change['op']:<7} {change['path']}: {old} → {new}"))
+    return "\n".join(lines)
 
 
 class EditArgumentsScreen(ModalScreen[dict[str, Any] | None]):
@@ -45,12 +46,15 @@ class EditArgumentsScreen(ModalScreen[dict[str, Any] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog -wide"):
             yield Static(
-                f"Edit arguments of {self.proposal.tool_name} "
-                f"({'checked against the tool schema' if self.schema else 'JSON object'})",
+                literal(
+                    f"Edit arguments of {self.proposal.tool_name} "
+                    f"({'checked against the tool schema' if self.schema else 'JSON object'})"
+                ),
                 classes="dialog-question",
-                markup=False,
             )
-            text = json.dumps(self.proposal.arguments, indent=2, ensure_ascii=False, sort_keys=True)
+            # The arguments view's lines: invisible characters inside the JSON strings are
+            # shown as JSON escapes, which parse back to the same characters on save.
+            text = "\n".join(render_arguments(self.proposal.arguments))
             yield TextArea(text, language="json", id="edit-text", show_line_numbers=True)
             yield Static("no changes", id="edit-diff", markup=False)
             yield Static("", id="edit-error", classes="dialog-error", markup=False)
@@ -66,11 +70,11 @@ class EditArgumentsScreen(ModalScreen[dict[str, Any] | None]):
         try:
             arguments = parse_edited_arguments(self.query_one(TextArea).text, self.schema)
         except InvalidEdit as problem:
-            error.update(problem.message)
+            error.update(literal_lines(problem.message))
             return None
         error.update("")
         self.query_one("#edit-diff", Static).update(
-            diff_text(diff_arguments(self.proposal.arguments, arguments))
+            literal_lines(diff_text(diff_arguments(self.proposal.arguments, arguments)))
         )
         return arguments
 

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -14,6 +13,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Log, Static
 
+from screens.literal import escaped_lines, literal
 from supervisor.services.process_control import read_tail
 
 MAX_LINES = 10_000
@@ -52,8 +52,7 @@ class LogScreen(Screen[None]):
         self.read_offset = 0
 
     def compose(self) -> ComposeResult:
-        title = Text(f"Run {self.process_id} — {self.log_path}")
-        yield Static(title, id="title-bar")
+        yield Static(literal(f"Run {self.process_id} — {self.log_path}"), id="title-bar")
         yield Log(max_lines=MAX_LINES, id="run-log")
         yield Footer()
 
@@ -71,7 +70,8 @@ class LogScreen(Screen[None]):
         if message.end_offset <= self.read_offset:
             return
         self.read_offset = message.end_offset
-        self.query_one(Log).write(message.text)
+        # The run's output is untrusted: escape controls (ESC, OSC, bidi) line by line.
+        self.query_one(Log).write(escaped_lines(message.text))
 
     @property
     def text(self) -> str:

@@ -19,6 +19,7 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from screens.decision_actions import DecisionActions
+from screens.literal import escaped, literal
 from screens.messages import (
     ArgumentsRendered,
     BlobLoaded,
@@ -81,7 +82,7 @@ class MainScreen(DecisionActions, ProcessActions):
 
     def compose(self) -> ComposeResult:
         identity = self.approvals.identity.approver_id
-        yield Static(f"Agent Supervisor — approver {identity}", id="title-bar", markup=False)
+        yield Static(literal(f"Agent Supervisor — approver {identity}"), id="title-bar")
         with Horizontal(id="main-body"):
             with Vertical(id="left-column"):
                 yield Static("Agents and processes", classes="pane-title")
@@ -133,9 +134,9 @@ class MainScreen(DecisionActions, ProcessActions):
             if 0 < remaining <= self.settings.expiry_warning_seconds:
                 if proposal.proposal_id not in self._warned:
                     self._warned.add(proposal.proposal_id)
+                    owner = escaped(proposal.owner or "an agent")
                     self.notify(
-                        f"{proposal.tool_name} from {proposal.owner or 'an agent'} expires in "
-                        f"{int(remaining)}s",
+                        f"{escaped(proposal.tool_name)} from {owner} expires in {int(remaining)}s",
                         title="Expiring soon",
                         severity="warning",
                     )
@@ -156,7 +157,7 @@ class MainScreen(DecisionActions, ProcessActions):
             first = fresh[0]
             more = f" (+{len(fresh) - 1} more)" if len(fresh) > 1 else ""
             self.notify(
-                f"{first.tool_name} from {first.owner or 'an agent'}{more}",
+                f"{escaped(first.tool_name)} from {escaped(first.owner or 'an agent')}{more}",
                 title="New proposal",
             )
         me = self.approvals.identity.approver_id
@@ -164,7 +165,7 @@ class MainScreen(DecisionActions, ProcessActions):
             if self.selected and record.subject == self.selected.proposal_id:
                 if record.actor != me:
                     self.notify(
-                        f"{record.actor} {record.action}d this proposal at "
+                        f"{escaped(record.actor)} {escaped(record.action)}d this proposal at "
                         f"{record.at:%H:%M:%S} UTC",
                         title="Decided elsewhere",
                         severity="warning",

@@ -12,6 +12,7 @@ from textual import work
 from textual.message import Message
 from textual.screen import Screen
 
+from screens.literal import escaped
 from screens.log_screen import LogScreen
 from screens.run_dialog import RunDialog, RunRequest
 from screens.widgets.processes.processes_pane import ProcessesPane
@@ -89,7 +90,9 @@ class ProcessActions(Screen[None]):
         self.post_message(RunStarted(started))
 
     def on_run_started(self, message: RunStarted) -> None:
-        self.notify(f"{message.run.process_id} (pid {message.run.pid})", title="Run started")
+        self.notify(
+            f"{escaped(message.run.process_id)} (pid {message.run.pid})", title="Run started"
+        )
         self.follow(message.run.process_id, message.run.log_path)
 
     # -- follow ---------------------------------------------------------------------------
@@ -116,7 +119,7 @@ class ProcessActions(Screen[None]):
             self.post_message(ProcessControlFailed(error.message))
             return
         if log_path is None:
-            self.post_message(ProcessControlFailed(f"{process_id} records no log file."))
+            self.post_message(ProcessControlFailed(f"{escaped(process_id)} records no log file."))
             return
         self.app.call_from_thread(self.follow, process_id, log_path)
 
@@ -131,7 +134,7 @@ class ProcessActions(Screen[None]):
 
     def stop_process(self, process_id: str) -> None:
         """Stop a run in a worker (SIGTERM, then SIGKILL after the grace period)."""
-        self.notify(f"Stopping {process_id} …")
+        self.notify(f"Stopping {escaped(process_id)} …")
         self._stop_worker(process_id)
 
     @work(thread=True, exit_on_error=False, group="process-stop")
@@ -148,7 +151,7 @@ class ProcessActions(Screen[None]):
     def on_run_stopped(self, message: RunStopped) -> None:
         report = message.report
         self.notify(
-            f"{report.process_id} stopped ({report.signal_name}, exit {report.exit_code})",
+            f"{escaped(report.process_id)} stopped ({report.signal_name}, exit {report.exit_code})",
             title="Run stopped",
         )
 

@@ -10,6 +10,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from screens.literal import literal_lines
+
 
 class ReasonDialog(ModalScreen[str | None]):
     """Dismisses with the reason, or ``None`` when abandoned."""
@@ -23,7 +25,7 @@ class ReasonDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(self.title_text, classes="dialog-question", markup=False)
+            yield Static(literal_lines(self.title_text), classes="dialog-question")
             yield Input(placeholder="reason", id="reason-input")
             yield Static("", id="reason-error", classes="dialog-error")
             with Horizontal(classes="dialog-buttons"):

@@ -17,7 +17,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import ClassVar
 
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -27,6 +26,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Select, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from screens.literal import literal
 from screens.widgets.review.stats import stats_text
 from screens.widgets.review.time_range import TimeBoundInput, is_relative, parse_bound
 from screens.widgets.review.timeline import ReviewTimeline
@@ -83,7 +83,7 @@ class ReviewScreen(Screen[None]):
         return self.selection.stats
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(f"Offline review — {self.source} (read-only)"), id="title-bar")
+        yield Static(literal(f"Offline review — {self.source} (read-only)"), id="title-bar")
         with Horizontal(id="review-filters"):
             for name in FILTERS:
                 yield Select[str]([], prompt=name, id=f"filter-{name}", allow_blank=True)
@@ -165,7 +165,8 @@ class ReviewScreen(Screen[None]):
             select: Select[str] = self.query_one(f"#filter-{name}", Select)
             current = select.value
             with self.prevent(Select.Changed):
-                select.set_options((value, value) for value in values)
+                # A str prompt is parsed as markup; the values are names from the trace.
+                select.set_options((literal(value), value) for value in values)
                 if isinstance(current, str) and current in values:
                     select.value = current
 
@@ -277,5 +278,7 @@ class ReviewScreen(Screen[None]):
         if event.state is WorkerState.ERROR and event.worker.error is not None:
             error = event.worker.error
             text = getattr(error, "message", None) or str(error)
-            self.query_one("#review-status", Static).update(f"cannot read {self.source}: {text}")
+            self.query_one("#review-status", Static).update(
+                literal(f"cannot read {self.source}: {text}")
+            )
             self.notify(text, title="Review failed", severity="error")

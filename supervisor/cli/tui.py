@@ -2,6 +2,40 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
+import click
+
+
+class _RunnableApp(Protocol):
+    """What this module needs of the app: run it, then read how it ended."""
+
+    @property
+    def return_code(self) -> int | None: ...
+
+    def run(self) -> object: ...
+
+
+def run_app(app: _RunnableApp) -> None:
+    """Run ``app`` in this terminal; exit non-zero when it died of an exception.
+
+    Textual catches an unhandled exception, prints its traceback once the terminal is restored
+    and sets ``return_code`` to 1, but ``run()`` returns normally: without this check a crash
+    would end the command with exit 0, as if the operator had quit.
+
+    Raises:
+        SystemExit: With the app's non-zero return code, after one line on stderr.
+    """
+    app.run()
+    code = app.return_code
+    if code:
+        click.echo(
+            "error [tui_crashed]: the supervisor stopped on an unexpected error (shown above). "
+            "This is a bug: please report it with the traceback.",
+            err=True,
+        )
+        raise SystemExit(code)
+
 
 def open_tui(db_url: str | None = None) -> None:
     """Run the supervisor on the ledger at ``db_url`` (default ledger when ``None``)."""
@@ -9,11 +43,11 @@ def open_tui(db_url: str | None = None) -> None:
     from supervisor.cli.proposals import ledger_url
     from supervisor.services.settings import SupervisorSettings
 
-    make_app(SupervisorSettings(db_url=ledger_url(db_url))).run()
+    run_app(make_app(SupervisorSettings(db_url=ledger_url(db_url))))
 
 
 def open_review(source: str) -> None:
     """Run the offline review of ``source`` (ledger path/URL or JSONL trace)."""
     from screens.app import make_app
 
-    make_app(review_source=source).run()
+    run_app(make_app(review_source=source))

@@ -1,17 +1,23 @@
-"""Helpers shared by the UI tests: seeding a ledger and recording notifications."""
+"""Helpers shared by the UI tests: seeding a ledger, recording notifications, reading what
+a widget draws."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from textual.geometry import Region
 from textual.pilot import Pilot
+from textual.strip import Strip
+from textual.widget import Widget
 
 from screens.app import SupervisorApp
 from supervisor.ledger.models import Proposal, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.services.rendering import visible_escapes
 
 SCHEMA_HASH = "5" * 64
 FIXED_NOW = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -70,3 +76,57 @@ def generate_trace(count: int) -> list[TraceEvent]:
         )
         for index in range(count)
     ]
+
+
+#: Text a hostile agent, tool, web page or process can put in the ledger: markup that would
+#: crash (``[/]``), restyle, link or bind an action, terminal escapes (clear screen, set the
+#: title) and a bidi override.
+HOSTILE = (
+    "[/]",
+    "[bold]x[/bold]",
+    "[link=https://evil]click[/link]",
+    "[@click=app.quit]x[/]",
+    "\x1b[2J\x1b]0;pwned\x07",
+    "pay\u202egnp.exe",
+)
+
+
+def drawn(widget: Widget, height: int | None = None) -> list[Strip]:
+    """The lines ``widget`` draws now, border included (``height`` rows; default all)."""
+    size = widget.outer_size
+    return widget.render_lines(Region(0, 0, size.width, size.height if height is None else height))
+
+
+def drawn_text(widget: Widget, height: int | None = None) -> str:
+    """The plain text ``widget`` draws now, one line per row."""
+    return "\n".join(strip.text for strip in drawn(widget, height))
+
+
+def assert_drawn_literally(
+    widget: Widget, values: Iterable[str], height: int | None = None
+) -> None:
+    """Each of ``values`` appears in what ``widget`` draws exactly as text, escaped like the
+    arguments view, and nothing it draws is a hyperlink, a click action or a raw control."""
+    strips = drawn(widget, height)
+    text = "\n".join(strip.text for strip in strips)
+    for value in values:
+        assert visible_escapes(value) in text, (value, text)
+    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text, text
+    for strip in strips:
+        for segment in strip:
+            style = segment.style
+            if style is None:
+                continue
+            assert not style.link, (segment, text)
+            assert not any(str(key).startswith("@") for key in style.meta), (segment, text)
+
+
+async def expect_drawn(
+    pilot: Pilot[None], widget: Widget, values: Iterable[str], limit: float = 5.0
+) -> None:
+    """Let the app run until ``widget`` draws every one of ``values`` (escaped), then
+    :func:`assert_drawn_literally` (a repaint can lag behind the state it shows)."""
+    expected = [visible_escapes(value) for value in values]
+    with contextlib.suppress(AssertionError):
+        await wait_for(pilot, lambda: all(item in drawn_text(widget) for item in expected), limit)
+    assert_drawn_literally(widget, values)

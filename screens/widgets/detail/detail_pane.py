@@ -10,9 +10,10 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from screens.literal import escaped, literal
 from screens.widgets.detail.arguments_view import ArgumentsView
 from supervisor.ledger.models import AuditRecord, Blob, Proposal, TraceEvent
-from supervisor.services.rendering import short_hash, visible_escapes
+from supervisor.services.rendering import short_hash
 
 
 def _when(moment: datetime | None) -> str:
@@ -20,21 +21,40 @@ def _when(moment: datetime | None) -> str:
 
 
 def _escaped_lines(lines: list[str]) -> str:
-    return "\n".join(visible_escapes(line) for line in lines)
+    return "\n".join(escaped(line) for line in lines)
+
+
+def _diff_lines(diff: object) -> list[str]:
+    """The ``diff`` of an edit record, one line per change; anything but a list of changes
+    (the payload is whatever is in the ledger) is shown as its JSON instead."""
+    if not isinstance(diff, list):
+        return [f"    diff {json.dumps(diff, ensure_ascii=False, default=str)}"]
+    lines = []
+    for change in diff:
+        if not isinstance(change, dict):
+            lines.append(f"    {json.dumps(change, ensure_ascii=False, default=str)}")
+            continue
+        old = json.dumps(change.get("old"), ensure_ascii=False, default=str)
+        new = json.dumps(change.get("new"), ensure_ascii=False, default=str)
+        lines.append(f"    {change.get('op')} {change.get('path')}: {old} → {new}")
+    return lines
 
 
 def history_lines(history: list[AuditRecord]) -> list[str]:
-    """One line per audit record of the subject: when, who, what (and why)."""
+    """One entry per audit record of the subject: when, who, what (and why), then its diff.
+
+    Each line is escaped on its own, so a reason or actor with a line break cannot draw a
+    line that looks like another record.
+    """
     lines: list[str] = []
     for record in history:
         reason = record.payload.get("reason")
         line = f"#{record.seq} {_when(record.at)}  {record.action:<8} by {record.actor}"
         if reason:
             line += f" — {reason}"
-        for change in record.payload.get("diff", []) or []:
-            line += f"\n    {change.get('op')} {change.get('path')}: "
-            line += f"{json.dumps(change.get('old'))} → {json.dumps(change.get('new'))}"
-        lines.append(_escaped_lines(line.split("\n")))
+        diff = record.payload.get("diff")
+        rows = [line, *(_diff_lines(diff) if diff else [])]
+        lines.append(_escaped_lines(rows))
     return lines
 
 
@@ -102,7 +122,7 @@ class DetailPane(Vertical):
         self.set_class(True, "-event")
         self.arguments.show_value(event.payload)
         self.query_one("#detail-header", Static).update(
-            Text(visible_escapes(f"{event.kind}  {event.tool or ''}  {event.outcome_status or ''}"))
+            literal(f"{event.kind}  {event.tool or ''}  {event.outcome_status or ''}")
         )
         fields = [
             f"agent       {event.agent_id or '-'}",
@@ -113,7 +133,7 @@ class DetailPane(Vertical):
         ]
         self.query_one("#detail-fields", Static).update(Text(_escaped_lines(fields)))
         pointer = "" if not event.blob_ref else f"result offloaded: {event.blob_ref}  (o: open)"
-        self.query_one("#detail-blob", Static).update(Text(pointer))
+        self.query_one("#detail-blob", Static).update(literal(pointer))
         self.query_one("#detail-history", Static).update("")
 
     def show_blob(self, blob: Blob | None, error: str | None) -> None:
@@ -121,14 +141,15 @@ class DetailPane(Vertical):
         if self.event is None:
             return
         if error or blob is None:
-            text = f"result {self.event.blob_ref}: {error or 'not found in this ledger'}"
+            lines = [f"result {self.event.blob_ref}: {error or 'not found in this ledger'}"]
         else:
-            preview = visible_escapes(blob.preview[:300])
-            text = (
+            lines = [
                 f"offloaded result  sha256:{short_hash(blob.sha256)}  {blob.size:,} bytes  "
-                f"{blob.media_type}  integrity ok\npreview: {preview}\n(o: open the full result)"
-            )
-        self.query_one("#detail-blob", Static).update(Text(text))
+                f"{blob.media_type}  integrity ok",
+                f"preview: {blob.preview[:300]}",
+                "(o: open the full result)",
+            ]
+        self.query_one("#detail-blob", Static).update(Text(_escaped_lines(lines)))
 
     def _refresh_text(self) -> None:
         header = self.query_one("#detail-header", Static)
@@ -143,7 +164,7 @@ class DetailPane(Vertical):
         args_hash = proposal.args_hash if self.full_hash else short_hash(proposal.args_hash)
         seen, total = self.arguments.rows_seen
         shown = "all arguments shown" if self.rendered else f"shown {seen}/{total} rows — scroll"
-        header.update(Text(visible_escapes(f"{proposal.tool_name}  [{proposal.status.value}]")))
+        header.update(literal(f"{proposal.tool_name}  [{proposal.status.value}]"))
         rows = [
             f"args hash   {args_hash}{'' if self.full_hash else '…  (h: full)'}",
             f"policy      {proposal.policy_reason or '-'}",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from rich.text import Text
 from textual.widgets import DataTable
 
+from screens.literal import literal
 from supervisor.services.processes import ProcessRow
-from supervisor.services.rendering import visible_escapes
 
 COLUMNS = ("name", "kind", "state", "heartbeat", "pid@host")
 
@@ -23,8 +24,12 @@ def format_age(seconds: float | None) -> str:
     return f"{int(seconds // 3600)}h"
 
 
-class ProcessesPane(DataTable[str]):
-    """One row per supervised process or agent seen in the ledger."""
+class ProcessesPane(DataTable[Text]):
+    """One row per supervised process or agent seen in the ledger.
+
+    Every cell is a :class:`~rich.text.Text`: a ``str`` cell is parsed as markup, and a command
+    or agent id is whatever a process wrote into the ledger.
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row")
@@ -41,10 +46,10 @@ class ProcessesPane(DataTable[str]):
         for row in rows:
             where = f"{row.pid}@{row.host}" if row.pid is not None else row.host or "-"
             self.add_row(
-                visible_escapes(row.name),
-                row.kind,
-                row.state,
-                format_age(row.heartbeat_age(now)),
-                visible_escapes(where),
+                literal(row.name),
+                literal(row.kind),
+                literal(row.state),
+                literal(format_age(row.heartbeat_age(now))),
+                literal(where),
                 key=row.key,
             )

@@ -1,9 +1,13 @@
-"""Side panel text of a reviewed trace: outcome-mix and approval-latency plots, per-tool stats."""
+"""Side panel text of a reviewed trace: outcome-mix and approval-latency plots, per-tool stats.
+
+Tool names and outcome labels come from the trace, so each is escaped as it is laid out.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from screens.literal import escaped
 from supervisor.services.review_stats import ReviewStats
 
 BAR_WIDTH = 20
@@ -18,10 +22,11 @@ def bar_chart(counts: Iterable[tuple[str, int]]) -> list[str]:
     """One text bar per ``(label, count)``, scaled to the total, with count and share."""
     items = list(counts)
     total = sum(count for _, count in items)
-    return [
-        f"{label:<16.16} {_bar(count, total)} {count:>7} ({count / total if total else 0:5.1%})"
-        for label, count in items
-    ]
+    lines = []
+    for label, count in items:
+        share = count / total if total else 0
+        lines.append(f"{escaped(label):<16.16} {_bar(count, total)} {count:>7} ({share:5.1%})")
+    return lines
 
 
 def _seconds(value: float | None) -> str:
@@ -47,14 +52,17 @@ def stats_text(stats: ReviewStats) -> str:
         *(bar_chart(stats.outcomes.most_common()) or ["(no outcomes)"]),
         "",
         f"approvals {stats.approvals:,}"
-        + "".join(f"  {name} {count}" for name, count in stats.approval_outcomes.most_common()),
+        + "".join(
+            f"  {escaped(name)} {count}" for name, count in stats.approval_outcomes.most_common()
+        ),
         *latency_plot(stats),
         "",
         f"{'tool':<24} {'calls':>7} {'results':>8} {'usable':>7}  outcomes",
     ]
     for tool in sorted(stats.tools.values(), key=lambda item: (-item.results, item.tool)):
-        top = ", ".join(f"{name} {count}" for name, count in tool.outcomes.most_common(3))
+        top = ", ".join(f"{escaped(name)} {count}" for name, count in tool.outcomes.most_common(3))
+        name = escaped(tool.tool)
         lines.append(
-            f"{tool.tool:<24.24} {tool.calls:>7} {tool.results:>8} {tool.usable_ratio:>7.0%}  {top}"
+            f"{name:<24.24} {tool.calls:>7} {tool.results:>8} {tool.usable_ratio:>7.0%}  {top}"
         )
     return "\n".join(lines)

@@ -13,16 +13,17 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from screens.literal import escaped
 from screens.widgets.trace.trace_view import OUTCOME_CLASSES
 from supervisor.services.review import ReviewRow
 
 
 def row_text(row: ReviewRow, summary: str | None = None) -> str:
-    """One timeline line (already escaped by the review index)."""
+    """One timeline line; names from the trace are escaped here (the summary already is)."""
     return (
-        f"{row.at:%Y-%m-%d %H:%M:%S} {row.agent:<12.12} {row.thread:<8.8} {row.kind:<11.11} "
-        f"{row.tool:<16.16} {row.status:<9.9} {row.reason:<10.10} "
-        f"{row.summary if summary is None else summary}"
+        f"{row.at:%Y-%m-%d %H:%M:%S} {escaped(row.agent):<12.12} {escaped(row.thread):<8.8} "
+        f"{escaped(row.kind):<11.11} {escaped(row.tool):<16.16} {escaped(row.status):<9.9} "
+        f"{escaped(row.reason):<10.10} {escaped(row.summary if summary is None else summary)}"
     )
 
 
