@@ -12,13 +12,15 @@ agent-supervisor``), one scope, and per run a trace whose id is derived from the
 * one ``chat`` span per model call (from the previous event of the run to the reply).
 
 Ids are lowercase hex (trace 32, span 16 digits); 64-bit integers (timestamps) are decimal
-strings, as the protobuf JSON mapping requires. Only content-free evidence is exported.
+strings, as the protobuf JSON mapping requires. Only content-free evidence is exported. Both
+formats escape control, bidi and invisible characters as JSON ``\\uXXXX`` escapes
+(:func:`supervisor.services.rendering.visible_json`), so a file shown with ``cat`` cannot drive
+the terminal and still parses to the same events.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import IO, Any
@@ -26,6 +28,7 @@ from typing import IO, Any
 from supervisor import __version__
 from supervisor.analysis.analyzer import USABLE
 from supervisor.ledger.models import TraceEvent
+from supervisor.services.rendering import dumps_visible, visible_json
 
 SPAN_KIND_INTERNAL = 1
 SPAN_KIND_CLIENT = 3
@@ -36,7 +39,7 @@ def export_jsonl(events: Iterable[TraceEvent], out: IO[str]) -> int:
     """Write one JSON object per event; returns how many were written."""
     written = 0
     for event in events:
-        out.write(event.model_dump_json() + "\n")
+        out.write(visible_json(event.model_dump_json()) + "\n")
         written += 1
     return written
 
@@ -227,6 +230,5 @@ def otlp_document(events: Iterable[TraceEvent]) -> dict[str, Any]:
 def export_otlp_json(events: Iterable[TraceEvent], out: IO[str]) -> int:
     """Write the OTLP/JSON document for ``events``; returns the number of spans."""
     document = otlp_document(events)
-    json.dump(document, out, ensure_ascii=False)
-    out.write("\n")
+    out.write(dumps_visible(document) + "\n")
     return len(document["resourceSpans"][0]["scopeSpans"][0]["spans"])

@@ -16,5 +16,5 @@ def mcp_server(db_url: str | None) -> None:
     """
     from supervisor.mcp.server import build_server
 
-    with open_ledger(db_url) as ledger:
+    with open_ledger(db_url, read_only=True) as ledger:
         build_server(ledger).run("stdio")
