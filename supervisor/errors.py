@@ -82,3 +82,9 @@ class ReferenceMismatch(SupervisorError, ValueError):
     """An import reference resolved to something other than the governed tool expected."""
 
     code = "reference_mismatch"
+
+
+class ReferenceNotImportable(ReferenceMismatch):
+    """An allowlisted import reference names a module that cannot be imported."""
+
+    code = "reference_not_importable"

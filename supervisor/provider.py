@@ -11,7 +11,7 @@ from supervisor.ledger.policy import ApprovalPolicy
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.redact import KnownSecrets
 from supervisor.store.engine import Synchronous, create_ledger_engine, resolve_url
-from supervisor.store.migrate import ensure_schema
+from supervisor.store.migrate import check_schema, ensure_schema
 from supervisor.store.repository import Repository
 
 
@@ -31,6 +31,12 @@ class SQLModelProvider:
             ``PolicyMismatch`` (change it with ``supervisor policy apply``); ``None`` uses the
             stored policy.
         synchronous: SQLite durability level (``NORMAL`` or ``FULL``).
+        read_only: Open without writing anything (SQLite ``query_only``, ``mode=ro`` on
+            read-only storage; PostgreSQL read-only transactions; no migrations): for commands
+            that only read, and ledgers on read-only storage. Implies ``must_exist``; writes
+            fail with ``LedgerUnavailable``.
+        must_exist: Refuse (``LedgerNotFound`` / ``NotALedger``) a ledger that does not exist
+            yet instead of creating it.
     """
 
     def __init__(
@@ -40,11 +46,15 @@ class SQLModelProvider:
         clock: Clock | None = None,
         policy: ApprovalPolicy | None = None,
         synchronous: Synchronous | None = None,
+        read_only: bool = False,
+        must_exist: bool = False,
     ) -> None:
         self.url = resolve_url(url)
         self._clock = clock
         self._policy = policy
         self._synchronous = synchronous
+        self.read_only = read_only
+        self.must_exist = must_exist or read_only
         self._lock = threading.Lock()
         self._engine: Engine | None = None
         self._repository: Repository | None = None
@@ -56,9 +66,15 @@ class SQLModelProvider:
     def _open(self) -> ApprovalLedger:
         with self._lock:
             if self._ledger is None:
-                engine = create_ledger_engine(self.url, synchronous=self._synchronous)
+                engine = create_ledger_engine(
+                    self.url, synchronous=self._synchronous, read_only=self.read_only,
+                    must_exist=self.must_exist,
+                )  # fmt: skip
                 try:
-                    ensure_schema(engine)
+                    if self.read_only:
+                        check_schema(engine)
+                    else:
+                        ensure_schema(engine, create=not self.must_exist)
                     repository = Repository(engine)
                     ledger = ApprovalLedger(repository, self._clock, policy=self._policy)
                 except BaseException:

@@ -235,7 +235,9 @@ def _seconds(value: float | None) -> str:
 
 
 def format_stats(stats: TraceStats) -> str:
-    """A plain-text report of ``stats`` for the terminal."""
+    """A plain-text report of ``stats`` for the terminal (names from the ledger escaped)."""
+    from supervisor.services.rendering import visible_escapes as shown
+
     lines = [
         f"events {stats.events}  runs {stats.runs}  tool results {stats.tool_results}"
         + (f"  since {stats.since.isoformat()}" if stats.since else ""),
@@ -245,9 +247,9 @@ def format_stats(stats: TraceStats) -> str:
         f"{'tool':<40} {'results':>7} {'usable':>7} {'fallbk':>7} {'degr':>7}  statuses",
     ]
     for tool in stats.tools:
-        counts = " ".join(f"{status}={count}" for status, count in tool.by_status.items())
+        counts = " ".join(f"{shown(status)}={count}" for status, count in tool.by_status.items())
         lines.append(
-            f"{tool.tool[:40]:<40} {tool.results:>7} {_pct(tool.usable_rate):>7} "
+            f"{shown(tool.tool)[:40]:<40} {tool.results:>7} {_pct(tool.usable_rate):>7} "
             f"{_pct(tool.fallback_rate):>7} {_pct(tool.degraded_rate):>7}  {counts}"
         )
     lines += [
@@ -258,9 +260,9 @@ def format_stats(stats: TraceStats) -> str:
         f"p95 {_seconds(stats.approval_latency_p95_s)}",
     ]
     if stats.provider_error_codes:
-        codes = ", ".join(f"{code}={n}" for code, n in stats.provider_error_codes.items())
+        codes = ", ".join(f"{shown(code)}={n}" for code, n in stats.provider_error_codes.items())
         lines.append(f"provider errors: {codes}")
     if stats.top_reason_codes:
-        top = ", ".join(f"{code}={n}" for code, n in stats.top_reason_codes)
+        top = ", ".join(f"{shown(code)}={n}" for code, n in stats.top_reason_codes)
         lines.append(f"top reason codes: {top}")
     return "\n".join(lines)

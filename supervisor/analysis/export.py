@@ -12,7 +12,10 @@ agent-supervisor``), one scope, and per run a trace whose id is derived from the
 * one ``chat`` span per model call (from the previous event of the run to the reply).
 
 Ids are lowercase hex (trace 32, span 16 digits); 64-bit integers (timestamps) are decimal
-strings, as the protobuf JSON mapping requires. Only content-free evidence is exported.
+strings, as the protobuf JSON mapping requires. Only content-free evidence is exported. Both
+formats escape control, bidi and invisible characters as JSON ``\\uXXXX`` escapes
+(:func:`supervisor.services.rendering.visible_json`), so a file shown with ``cat`` cannot drive
+the terminal and still parses to the same events.
 
 Both formats pass every event through :func:`redacted_event` first: known secret values were
 replaced when the event was written (see ``ApprovalLedger.trace_secrets``); here the pattern
@@ -24,7 +27,6 @@ best effort (docs/results.md, "Guarantees and limits").
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import IO, Any
@@ -33,6 +35,7 @@ from supervisor import __version__
 from supervisor.analysis.analyzer import USABLE
 from supervisor.ledger.models import TraceEvent
 from supervisor.redact import redact, redact_data
+from supervisor.services.rendering import dumps_visible, visible_json
 
 SPAN_KIND_INTERNAL = 1
 SPAN_KIND_CLIENT = 3
@@ -54,7 +57,7 @@ def export_jsonl(events: Iterable[TraceEvent], out: IO[str]) -> int:
     """Write one JSON object per event (redacted); returns how many were written."""
     written = 0
     for event in events:
-        out.write(redacted_event(event).model_dump_json() + "\n")
+        out.write(visible_json(redacted_event(event).model_dump_json()) + "\n")
         written += 1
     return written
 
@@ -245,6 +248,5 @@ def otlp_document(events: Iterable[TraceEvent]) -> dict[str, Any]:
 def export_otlp_json(events: Iterable[TraceEvent], out: IO[str]) -> int:
     """Write the OTLP/JSON document for ``events``; returns the number of spans."""
     document = otlp_document(events)
-    json.dump(document, out, ensure_ascii=False)
-    out.write("\n")
+    out.write(dumps_visible(document) + "\n")
     return len(document["resourceSpans"][0]["scopeSpans"][0]["spans"])

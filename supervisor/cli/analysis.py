@@ -6,11 +6,11 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 import click
 
+from supervisor.cli.output import echo_json
 from supervisor.cli.proposals import db_option, open_ledger
 
 
@@ -39,9 +39,9 @@ def analyze(since: str | None, as_json: bool, db_url: str | None) -> None:
     from supervisor.analysis.analyzer import format_stats
 
     start = since_option(since)
-    with open_ledger(db_url) as ledger:
+    with open_ledger(db_url, read_only=True) as ledger:
         stats = run_analysis(ledger, since=start)
     if as_json:
-        click.echo(json.dumps(stats.to_json(), indent=2, ensure_ascii=False))
+        echo_json(stats.to_json())
     else:
         click.echo(format_stats(stats))

@@ -20,7 +20,7 @@ def audit() -> None:
 @db_option
 def verify(as_json: bool, db_url: str | None) -> None:
     """Recompute the hash chain; exit 1 naming the first broken seq on failure."""
-    with open_ledger(db_url) as ledger:
+    with open_ledger(db_url, read_only=True) as ledger:
         report = ledger.verify()
         head = ledger.head()
     if as_json:

@@ -48,21 +48,16 @@ def doctor(db_url: str | None) -> None:
 
 
 def _checked_url(db_url: str | None) -> str:
-    """The ledger URL doctor checks, refused with a typed error unless it parses as a URL.
+    """The ledger URL doctor checks: ``--db`` is a path or a URL, as for every other command.
 
     Raises:
-        InvalidLedgerUrl: ``--db`` (or ``SUPERVISOR_DB``) is a bare path or other non-URL.
+        UnsupportedLedgerUrl: It is not a URL of a ledger engine (sqlite, postgresql).
     """
-    from sqlalchemy import exc, make_url
+    from supervisor.cli.proposals import ledger_url
+    from supervisor.store.engine import resolve_url, supported_url
 
-    from supervisor.ledger.errors import InvalidLedgerUrl
-    from supervisor.store.engine import resolve_url
-
-    url = resolve_url(db_url)
-    try:
-        make_url(url)
-    except (exc.ArgumentError, ValueError):
-        raise InvalidLedgerUrl(url) from None
+    url = resolve_url(ledger_url(db_url))
+    supported_url(url)
     return url
 
 
@@ -81,7 +76,7 @@ def _ledger(url: str) -> list[Check]:
         return [Check("ledger", False, f"{shown}: no ledger there (doctor does not create one)",
                       fix, required=False)]  # fmt: skip
     try:
-        provider = SQLModelProvider(url)
+        provider = SQLModelProvider(url, must_exist=True)
     except Exception as exc:  # the check reports any failure to open, whatever its type
         return [Check("ledger", False, f"{shown}: {exc}"[:300], fix, required=False)]
     try:

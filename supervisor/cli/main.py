@@ -7,7 +7,6 @@ its own module and is imported only when invoked (``LAZY_COMMANDS``).
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -89,6 +88,8 @@ def tools_show(reference: str, as_json: bool) -> None:
     REFERENCE is 'package.module:function'. Naming it here is the operator's review, so it is
     imported (this command never runs the tool).
     """
+    from supervisor.cli.output import echo_json, echo_line
+    from supervisor.services.rendering import dumps_visible
     from supervisor.tools.registry import ToolRegistry
 
     registry = ToolRegistry(allowlist=[reference])
@@ -109,13 +110,13 @@ def tools_show(reference: str, as_json: bool) -> None:
         "openai": tool.openai.definition,
     }
     if as_json:
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        echo_json(report)
         return
-    click.echo(f"{tool.name}  ({tool.import_ref})")
-    click.echo(f"schema hash  {tool.schema_hash}")
-    click.echo(f"policy       {json.dumps(report['policy'], ensure_ascii=False)}")
-    click.echo(f"openai       strict={tool.openai.strict}")
-    click.echo(json.dumps(tool.parameters, indent=2, ensure_ascii=False))
+    echo_line(f"{tool.name}  ({tool.import_ref})")
+    echo_line(f"schema hash  {tool.schema_hash}")
+    echo_line(f"policy       {dumps_visible(report['policy'])}")
+    echo_line(f"openai       strict={tool.openai.strict}")
+    echo_json(tool.parameters)
 
 
 @cli.command()
@@ -145,9 +146,32 @@ def demo(no_tui: bool, auto_approve: bool, home: Path | None, walkthrough: bool)
     sys.exit(code)
 
 
+def check_argv(argv: list[str]) -> None:
+    """Refuse arguments that are not UTF-8 before any command runs.
+
+    Python hands undecodable argv bytes over as lone surrogates; no id, name, path or URL in
+    the ledger can contain them, and storing or printing them would fail half-way.
+
+    Raises:
+        ArgumentNotText: The first argument that is not valid UTF-8 text.
+    """
+    for position, argument in enumerate(argv, start=1):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:
+            from supervisor.cli.errors import ArgumentNotText
+
+            try:
+                shown = repr(argument.encode("utf-8", "surrogateescape"))  # the bytes given
+            except UnicodeEncodeError:
+                shown = ascii(argument)
+            raise ArgumentNotText(position, shown) from None
+
+
 def main() -> None:
     """Console-script entry: typed errors become one clear line and exit code 2."""
     try:
+        check_argv(sys.argv[1:])
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
@@ -156,6 +180,7 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except SupervisorError as exc:
-        hint = f"\n  {exc.hint}" if exc.hint else ""
-        click.echo(f"error [{exc.code}]: {exc.message}{hint}", err=True)
+        from supervisor.cli.output import echo_error
+
+        echo_error(exc)
         sys.exit(2)

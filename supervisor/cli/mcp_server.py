@@ -23,5 +23,5 @@ def mcp_server(db_url: str | None, show_values: bool) -> None:
     """
     from supervisor.mcp.server import build_server
 
-    with open_ledger(db_url) as ledger:
+    with open_ledger(db_url, read_only=True) as ledger:
         build_server(ledger, show_values=show_values).run("stdio")

@@ -1,13 +1,14 @@
 """``supervisor proposals``: list, show and decide proposals without the TUI (via=cli).
 
-Every command takes ``--db URL`` (default: ``SUPERVISOR_DB`` or the user's ledger). Decisions
-record the approver as ``--approver`` or OS user@host; a conflict (someone else decided first)
-prints who won and when and exits non-zero (2), like every typed error.
+Every command takes ``--db URL`` (default: ``SUPERVISOR_DB`` or the user's ledger) and refuses
+a ledger that does not exist (``ledger_not_found``) instead of creating one; ``list`` and
+``show`` open it read-only. Decisions record the approver as ``--approver`` or OS user@host; a
+conflict (someone else decided first) prints who won and when and exits non-zero (2), like
+every typed error. Everything printed is escaped (:mod:`supervisor.cli.output`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from supervisor.cli.output import echo_json, echo_line
 from supervisor.ledger.models import Proposal, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
 
@@ -42,11 +44,21 @@ def ledger_url(db_url: str | None) -> str | None:
 
 
 @contextmanager
-def open_ledger(db_url: str | None) -> Iterator[ApprovalLedger]:
-    """Open the ledger for one command and close it afterwards."""
+def open_ledger(
+    db_url: str | None, *, read_only: bool = False, must_exist: bool = False
+) -> Iterator[ApprovalLedger]:
+    """Open the ledger for one command and close it afterwards.
+
+    Args:
+        db_url: ``--db`` as given (a path or a URL; ``None`` for the default ledger).
+        read_only: The command only reads: never create, migrate or write the ledger, so a
+            mistyped path fails with ``ledger_not_found`` and read-only storage still works.
+        must_exist: The command writes but cannot mean a new ledger (e.g. deciding a proposal).
+    """
     from supervisor.provider import SQLModelProvider
 
-    with SQLModelProvider(ledger_url(db_url)) as provider:
+    provider = SQLModelProvider(ledger_url(db_url), read_only=read_only, must_exist=must_exist)
+    with provider:
         yield provider.ledger
 
 
@@ -102,7 +114,7 @@ def list_proposals(
     db_url: str | None,
 ) -> None:
     """List proposals (pending by default), oldest first."""
-    with open_ledger(db_url) as ledger:
+    with open_ledger(db_url, read_only=True) as ledger:
         page = ledger.list(
             status=None if all_statuses else status,
             owner=owner,
@@ -113,20 +125,16 @@ def list_proposals(
         )
     if as_json:
         items = [proposal_json(proposal) for proposal in page.items]
-        click.echo(json.dumps({"items": items, "next_cursor": page.next_cursor}, indent=2))
+        echo_json({"items": items, "next_cursor": page.next_cursor})
         return
     if not page.items:
         click.echo("No proposals.")
         return
-    from supervisor.services.rendering import visible_escapes
-
     for proposal in page.items:
-        click.echo(
-            visible_escapes(
-                f"{proposal.proposal_id}  {proposal.status.value:<10} {proposal.tool_name:<20} "
-                f"{proposal.owner or '-':<14} {proposal.thread_id or '-':<10} "
-                f"{','.join(proposal.domains) or '-':<10} {_age(proposal.expires_at)}"
-            )
+        echo_line(
+            f"{proposal.proposal_id}  {proposal.status.value:<10} {proposal.tool_name:<20} "
+            f"{proposal.owner or '-':<14} {proposal.thread_id or '-':<10} "
+            f"{','.join(proposal.domains) or '-':<10} {_age(proposal.expires_at)}"
         )
 
 
@@ -136,15 +144,15 @@ def list_proposals(
 @db_option
 def show_proposal(proposal_id: str, as_json: bool, db_url: str | None) -> None:
     """Show one proposal with its full arguments and decision history."""
-    with open_ledger(db_url) as ledger:
+    with open_ledger(db_url, read_only=True) as ledger:
         proposal = ledger.get(proposal_id)
         history = _history(ledger, proposal_id)
     if as_json:
         body = proposal_json(proposal)
         body["history"] = [record.model_dump(mode="json") for record in history]
-        click.echo(json.dumps(body, indent=2, ensure_ascii=False))
+        echo_json(body)
         return
-    from supervisor.services.rendering import render_arguments, visible_escapes
+    from supervisor.services.rendering import render_arguments
 
     rows = [
         f"proposal    {proposal.proposal_id}",
@@ -152,22 +160,29 @@ def show_proposal(proposal_id: str, as_json: bool, db_url: str | None) -> None:
         f"status      {proposal.status.value}",
         f"args hash   {proposal.args_hash}",
         f"policy      {proposal.policy_reason or '-'}",
-        f"owner       {proposal.owner or '-'}   thread {proposal.thread_id or '-'}",
+        f"owner       {proposal.owner or '-'}",
+        f"thread      {proposal.thread_id or '-'}",
         f"checkpoint  {proposal.checkpoint_id or '-'}",
         f"domains     {', '.join(proposal.domains) or '-'}",
         f"created     {proposal.created_at.isoformat()}",
         f"expires     {proposal.expires_at.isoformat()}",
     ]
+    if proposal.approver_id:
+        rows.append(f"approver    {proposal.approver_id}")
+    if proposal.decision_reason:
+        rows.append(f"reason      {proposal.decision_reason}")
     if proposal.supersedes_id:
         rows.append(f"supersedes  {proposal.supersedes_id}")
     if proposal.superseded_by_id:
         rows.append(f"superseded by {proposal.superseded_by_id}")
-    click.echo(visible_escapes("\n".join(rows)))
+    for row in rows:  # one field per line, each escaped on its own
+        echo_line(row)
     click.echo("arguments")
-    click.echo("\n".join(render_arguments(proposal.arguments)))
+    for line in render_arguments(proposal.arguments):
+        click.echo(line)  # already escaped line by line
     click.echo("history")
     for record in history:
-        click.echo(f"  #{record.seq} {record.at.isoformat()} {record.action} by {record.actor}")
+        echo_line(f"  #{record.seq} {record.at.isoformat()} {record.action} by {record.actor}")
 
 
 def _history(ledger: ApprovalLedger, proposal_id: str) -> list[Any]:
@@ -182,13 +197,13 @@ def _history(ledger: ApprovalLedger, proposal_id: str) -> list[Any]:
 def _decide(action: str, proposal_id: str, reason: str | None, approver: str | None,
             as_json: bool, db_url: str | None) -> None:  # fmt: skip
     approver_id, context = _approver(approver)
-    with open_ledger(db_url) as ledger:
+    with open_ledger(db_url, must_exist=True) as ledger:
         decide = {"approve": ledger.approve, "reject": ledger.reject, "cancel": ledger.cancel}
         proposal = decide[action](proposal_id, approver_id, reason, context=context, via="cli")
     if as_json:
-        click.echo(json.dumps(proposal_json(proposal), indent=2, ensure_ascii=False))
+        echo_json(proposal_json(proposal))
     else:
-        click.echo(f"{proposal.status.value} {proposal.proposal_id} by {approver_id}")
+        echo_line(f"{proposal.status.value} {proposal.proposal_id} by {approver_id}")
 
 
 def _decision_command(action: str, reason_required: bool) -> click.Command:

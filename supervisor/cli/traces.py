@@ -1,20 +1,31 @@
-"""``supervisor traces``: tail or export the tool trace, or review one offline in the TUI."""
+"""``supervisor traces``: tail or export the tool trace, or review one offline in the TUI.
+
+Every command here only reads the ledger, so it opens it read-only and refuses one that does
+not exist. ``review`` checks its source before the TUI starts: a ledger must open, and the
+first screen of a JSONL file (``REVIEW_CHECK_LINES`` events) must be trace events.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import click
 
+from supervisor.cli.output import echo_json_text, echo_line
 from supervisor.cli.proposals import db_option, ledger_url, open_ledger
 from supervisor.ledger.models import TraceEvent
 
+#: Lines of a JSONL trace checked before the review opens (one screen; a 1 GB file is not
+#: read in full up front, later lines are checked by the review as it indexes them).
+REVIEW_CHECK_LINES = 200
+#: The suffixes ``traces review`` reads as JSON lines; anything else is taken for a ledger.
+TRACE_SUFFIXES = (".jsonl", ".json", ".ndjson")
+
 
 def _line(event: TraceEvent) -> str:
-    from supervisor.services.rendering import visible_escapes
-
-    return visible_escapes(
+    return (
         f"{event.event_id:>8} {event.at:%Y-%m-%d %H:%M:%S} {event.agent_id or '-':<14} "
         f"{event.kind:<12} {event.tool or '-':<18} {event.outcome_status or '-':<10} "
         f"{event.reason_code or ''}{'  ' + event.blob_ref if event.blob_ref else ''}"
@@ -34,7 +45,7 @@ def traces() -> None:
 @db_option
 def tail(lines: int, follow: bool, agent_id: str | None, as_json: bool, db_url: str | None) -> None:
     """Print the newest trace events (and follow with -f)."""
-    with open_ledger(db_url) as ledger:
+    with open_ledger(db_url, read_only=True) as ledger:
         from supervisor.services.settings import SupervisorSettings
         from supervisor.services.traces import TracesService
 
@@ -47,7 +58,10 @@ def tail(lines: int, follow: bool, agent_id: str | None, as_json: bool, db_url: 
         while True:
             for event in shown:
                 if agent_id is None or event.agent_id == agent_id:
-                    click.echo(event.model_dump_json() if as_json else _line(event))
+                    if as_json:
+                        echo_json_text(event.model_dump_json())
+                    else:
+                        echo_line(_line(event))
             if not follow:
                 return
             while (batch := service.poll()) is None:
@@ -74,9 +88,10 @@ def export(
 
     start = since_option(since)
     writer = export_otlp_json if fmt == "otlp-json" else export_jsonl
-    stream = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")
-    try:
-        with open_ledger(db_url) as ledger:
+    with open_ledger(db_url, read_only=True) as ledger:
+        ledger.head()  # open (and check) the ledger before the output file is created
+        stream = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")
+        try:
             events = (
                 event
                 for event in iter_events(ledger)
@@ -84,9 +99,9 @@ def export(
                 and (start is None or event.at >= start)
             )
             written = writer(events, stream)
-    finally:
-        if stream is not sys.stdout:
-            stream.close()
+        finally:
+            if stream is not sys.stdout:
+                stream.close()
     if output != "-":
         unit = "spans" if fmt == "otlp-json" else "events"
         click.echo(f"exported {written} {unit} to {output}", err=True)
@@ -113,6 +128,7 @@ def review(source: str | None, db_url: str | None) -> None:
         from supervisor.store.engine import resolve_url
 
         target = resolve_url(None)
+    check_review_source(target)
     open_review(target)
 
 
@@ -152,3 +168,45 @@ def prune(older_than: str | None, max_events: int | None, db_url: str | None) ->
     with open_ledger(db_url) as ledger:
         pruned = ledger.prune_traces(retention)
     click.echo(f"pruned {pruned} trace events")
+
+
+def check_review_source(source: str) -> None:
+    """Fail with a typed error, before any UI starts, when ``source`` cannot be reviewed.
+
+    Raises:
+        TraceFileNotFound: A JSONL path that does not exist.
+        TraceFileInvalid: One of its first ``REVIEW_CHECK_LINES`` lines is not a trace event.
+        LedgerError: The ledger does not exist or cannot be opened (read-only).
+    """
+    path = Path(source)
+    if "://" not in source and path.suffix in TRACE_SUFFIXES:
+        _check_trace_file(path)
+        return
+    with open_ledger(source, read_only=True) as ledger:
+        ledger.head()
+
+
+def _check_trace_file(path: Path) -> None:
+    from pydantic import ValidationError
+
+    from supervisor.cli.errors import TraceFileInvalid, TraceFileNotFound
+
+    if not path.is_file():
+        raise TraceFileNotFound(str(path))
+    checked = 0
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                TraceEvent.model_validate_json(line)
+            except ValidationError as error:
+                problems = error.errors(include_url=False, include_input=False)[:3]
+                reason = "; ".join(
+                    ": ".join(filter(None, (".".join(map(str, item["loc"])), item["msg"])))
+                    for item in problems
+                )
+                raise TraceFileInvalid(f"line {number} of {path}", reason[:300]) from None
+            checked += 1
+            if checked >= REVIEW_CHECK_LINES:
+                return

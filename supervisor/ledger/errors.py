@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from typing import Any
 
@@ -355,21 +354,75 @@ class ReservedArgumentEdit(LedgerError, ValueError):
         )
 
 
-class InvalidLedgerUrl(LedgerError, ValueError):
-    """``--db`` / ``SUPERVISOR_DB`` is not a database URL (e.g. a bare file path)."""
+class LedgerNotFound(LedgerUnavailable):
+    """No ledger exists where a command that must not create one looked (read commands)."""
 
-    code = "invalid_ledger_url"
+    code = "ledger_not_found"
 
-    def __init__(self, value: str) -> None:
-        shown = "the URL given" if "@" in value else repr(value)  # never echo a password
-        looks_like_path = "://" not in value and "@" not in value
-        example = f"sqlite:///{os.path.abspath(value)}" if looks_like_path and value else None
+    def __init__(self, where: str, *, reason: str = "does not exist") -> None:
+        self.where = where
         super().__init__(
-            f"{shown} is not a database URL, so no ledger was opened.",
-            hint=(
-                f"For that SQLite file pass --db {example}."
-                if example
-                else "Pass a SQLAlchemy URL: sqlite:////abs/path/ledger.db or "
-                "postgresql+psycopg://user@host/db."
-            ),
+            f"No ledger at {where}: it {reason}; nothing was created.",
+            hint="Check --db / SUPERVISOR_DB; reading never creates a ledger (the first agent "
+            "run, the TUI or SQLModelProvider(url) does).",
+            where=where,
+        )
+
+
+class NotALedger(LedgerUnavailable):
+    """The file or database exists but is not an agent-supervisor ledger."""
+
+    code = "not_a_ledger"
+
+    def __init__(self, where: str | None, *, reason: str) -> None:
+        self.where = where
+        super().__init__(
+            f"{where or 'The ledger file'} is not a ledger: {reason}; nothing was written.",
+            hint="Check --db / SUPERVISOR_DB: point it at a ledger file or database.",
+            where=where,
+        )
+
+
+class LedgerCorrupt(LedgerUnavailable):
+    """The ledger's file or metadata is damaged (truncated file, unreadable schema version)."""
+
+    code = "ledger_corrupt"
+
+    def __init__(self, where: str | None, *, reason: str) -> None:
+        self.where = where
+        super().__init__(
+            f"The ledger{f' at {where}' if where else ''} is damaged: {reason}; "
+            "nothing was written.",
+            hint="Restore it from a backup (or salvage it with `sqlite3 FILE .recover`).",
+            where=where,
+        )
+
+
+class LedgerSchemaTooOld(LedgerUnavailable):
+    """A read-only open found a ledger that needs a migration (which would be a write)."""
+
+    code = "ledger_schema_too_old"
+
+    def __init__(self, where: str, *, found: int, supported: int) -> None:
+        super().__init__(
+            f"The ledger at {where} has schema version {found}; this release reads version "
+            f"{supported} and does not migrate a ledger it opens read-only.",
+            hint="Open it once with write access (the TUI, or SQLModelProvider(url) in Python) "
+            "to migrate it.",
+            where=where,
+            found=found,
+            supported=supported,
+        )
+
+
+class UnsupportedLedgerUrl(LedgerUnavailable):
+    """The ledger URL names an engine or driver the ledger does not run on."""
+
+    code = "unsupported_ledger_url"
+
+    def __init__(self, shown: str, *, reason: str) -> None:
+        super().__init__(
+            f"{shown} is not a ledger URL this release can open: {reason}.",
+            hint="Use a SQLite path or sqlite:///PATH, or postgresql+psycopg://USER@HOST/DB.",
+            url=shown,
         )

@@ -9,6 +9,7 @@ decisions with ``wait_for_decision``, resumes with ``continue_model=True`` and r
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import signal
 import socket
@@ -50,7 +51,8 @@ def load_factory(reference: str) -> Callable[[], Any]:
     """Import the callable named ``package.module:qualname``.
 
     Raises:
-        FactoryReferenceError: The reference is malformed or names nothing callable.
+        FactoryReferenceError: The reference is malformed, names nothing callable, or names a
+            callable that needs arguments.
     """
     module_name, colon, qualname = reference.partition(":")
     if not colon or not module_name or not qualname:
@@ -71,8 +73,32 @@ def load_factory(reference: str) -> Callable[[], Any]:
             raise FactoryReferenceError(f"{module_name!r} has no attribute {qualname!r}.")
     if not callable(target):
         raise FactoryReferenceError(f"{reference!r} is not callable.")
+    _check_takes_no_arguments(reference, target)
     factory: Callable[[], Any] = target
     return factory
+
+
+def _check_takes_no_arguments(reference: str, target: Callable[..., Any]) -> None:
+    """Refuse a factory that cannot be called with no arguments, before anything runs."""
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        return  # no introspectable signature (some builtins): calling it is the only test
+    try:
+        signature.bind()
+    except TypeError:
+        needed = [
+            name
+            for name, parameter in signature.parameters.items()
+            if parameter.default is parameter.empty
+            and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+        ]
+        raise FactoryReferenceError(
+            f"{reference!r} needs arguments ({', '.join(needed)}); the factory is called "
+            "with none.",
+            hint="Name a zero-argument function that returns a MemAgent or MemAgentBuilder "
+            "(wrap yours: def make_agent(): return build(...)).",
+        ) from None
 
 
 def build_agent(reference: str) -> MemAgent:

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from sqlalchemy import exc
 
-from supervisor.ledger.errors import LedgerBusy, LedgerUnavailable
+from supervisor.ledger.errors import LedgerBusy, LedgerCorrupt, LedgerUnavailable, NotALedger
 
 _BUSY_MARKERS = (
     "database is locked",
@@ -32,21 +32,53 @@ def classify(error: exc.DBAPIError) -> LedgerBusy | LedgerUnavailable:
         )
     if "disk" in text and ("full" in text or "i/o" in text):
         hint = "Free disk space where the ledger lives, then retry."
-    elif "readonly" in text or "read-only" in text:
-        hint = "Check the ledger file's owner and permissions."
+    elif "readonly" in text or "read-only" in text or "unable to open" in text:
+        hint = (
+            "Check the ledger file's and its folder's owner and permissions (on read-only "
+            "storage a ledger can only be read: list, show, verify, export)."
+        )
     else:
         hint = "Check SUPERVISOR_DB and that the database server is running and reachable."
     return LedgerUnavailable(f"The ledger cannot be used: {first_line}.", hint=hint)
 
 
+#: SQLite's messages for a file that is not a database / a damaged one (SQLITE_NOTADB/CORRUPT).
+_NOT_A_DATABASE = "file is not a database"
+_MALFORMED = ("database disk image is malformed", "malformed database schema")
+
+
+def damaged(error: exc.DBAPIError, where: str | None) -> LedgerUnavailable | None:
+    """``NotALedger`` / ``LedgerCorrupt`` when SQLite says the file is not or no longer a
+    database, else ``None``."""
+    text = str(error.orig if error.orig is not None else error).lower()
+    if _NOT_A_DATABASE in text:
+        return NotALedger(where, reason="the file is not a SQLite database")
+    if any(marker in text for marker in _MALFORMED):
+        return LedgerCorrupt(where, reason="SQLite reports a malformed database (truncated?)")
+    return None
+
+
+def _read_only(error: exc.DBAPIError) -> bool:
+    """A write refused by a read-only session (PostgreSQL SQLSTATE 25006)."""
+    return getattr(error.orig, "sqlstate", None) == "25006"
+
+
 @contextmanager
-def translate_errors() -> Iterator[None]:
-    """Re-raise operational driver errors as ``LedgerBusy`` / ``LedgerUnavailable``."""
+def translate_errors(where: str | None = None) -> Iterator[None]:
+    """Re-raise operational driver errors as ``LedgerBusy`` / ``LedgerUnavailable``, and a file
+    that is not (or no longer) a SQLite database as ``NotALedger`` / ``LedgerCorrupt``.
+
+    Args:
+        where: The ledger as shown to a human (a path or a URL without its password).
+    """
     try:
         yield
-    except (exc.OperationalError, exc.InterfaceError) as error:
-        raise classify(error) from error
     except exc.DBAPIError as error:
+        typed = damaged(error, where)
+        if typed is not None:
+            raise typed from error
+        if isinstance(error, exc.OperationalError | exc.InterfaceError) or _read_only(error):
+            raise classify(error) from error
         if error.connection_invalidated:
             raise classify(error) from error
         raise

@@ -3,7 +3,8 @@
 The upgrade runs inside one write transaction: ``BEGIN IMMEDIATE`` on SQLite,
 ``pg_advisory_xact_lock`` on PostgreSQL. A second process opening a fresh ledger waits, then
 finds the schema current and does nothing. Both engines have transactional DDL, so a failed
-upgrade leaves the previous schema intact.
+upgrade leaves the previous schema intact. A ledger opened read-only is only checked
+(:func:`check_schema`): it must hold this code's schema, since migrating would write.
 """
 
 from __future__ import annotations
@@ -14,8 +15,14 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from supervisor.ledger.errors import LedgerBusy, LedgerSchemaTooNew
-from supervisor.store.engine import WRITE_OPTION
+from supervisor.ledger.errors import (
+    LedgerBusy,
+    LedgerCorrupt,
+    LedgerSchemaTooNew,
+    LedgerSchemaTooOld,
+    NotALedger,
+)
+from supervisor.store.engine import WRITE_OPTION, shown_url
 from supervisor.store.errors import translate_errors
 from supervisor.store.tables import SCHEMA_VERSION
 
@@ -37,29 +44,67 @@ def upgrade(connection: Connection, revision: str = "head") -> None:
 
 
 def stored_schema_version(connection: Connection) -> int | None:
-    """The ledger's schema version, or ``None`` for a ledger that has no schema yet."""
+    """The ledger's schema version, or ``None`` for a ledger that has no schema yet.
+
+    Raises:
+        LedgerCorrupt: ``ledger_meta`` holds a schema version that is not a positive integer.
+    """
     if not sa.inspect(connection).has_table("ledger_meta"):
         return None
     value = connection.execute(
         sa.text("SELECT value FROM ledger_meta WHERE key = 'schema_version'")
     ).scalar_one_or_none()
-    return int(value) if value is not None else None
+    if value is None:
+        return None
+    text = str(value)
+    if not (text.isascii() and text.isdecimal()) or int(text) < 1:
+        raise LedgerCorrupt(
+            shown_url(connection.engine.url),
+            reason=f"its schema version in ledger_meta is {text[:40]!r}, not a positive integer",
+        )
+    return int(text)
 
 
 def _check_not_too_new(found: int | None, engine: Engine) -> None:
     if found is not None and found > SCHEMA_VERSION:
-        raise LedgerSchemaTooNew(
-            found=found,
-            supported=SCHEMA_VERSION,
-            url=engine.url.render_as_string(hide_password=True),
-        )
+        raise LedgerSchemaTooNew(found=found, supported=SCHEMA_VERSION, url=shown_url(engine.url))
 
 
-def ensure_schema(engine: Engine) -> int:
+def check_schema(engine: Engine) -> int:
+    """Check, without writing, that the ledger holds exactly this code's schema.
+
+    Args:
+        engine: A read-only engine (``create_ledger_engine(..., read_only=True)``).
+
+    Returns:
+        The schema version.
+
+    Raises:
+        NotALedger: The database has no ledger tables (or is not a SQLite database).
+        LedgerCorrupt: The file is damaged or its schema version unreadable.
+        LedgerSchemaTooNew: The ledger was written by a newer release.
+        LedgerSchemaTooOld: The ledger needs a migration, which a read-only open never runs.
+        LedgerUnavailable: The database cannot be reached.
+    """
+    where = shown_url(engine.url)
+    with translate_errors(where), engine.connect() as connection:
+        found = stored_schema_version(connection)
+        connection.rollback()
+    if found is None:
+        raise NotALedger(where, reason="it holds no ledger tables")
+    _check_not_too_new(found, engine)
+    if found < SCHEMA_VERSION:
+        raise LedgerSchemaTooOld(where, found=found, supported=SCHEMA_VERSION)
+    return found
+
+
+def ensure_schema(engine: Engine, *, create: bool = True) -> int:
     """Bring the ledger to this code's schema, creating it if needed.
 
     Args:
         engine: An engine from :func:`supervisor.store.engine.create_ledger_engine`.
+        create: Create the schema in a database that has none; ``False`` refuses such a
+            database with ``NotALedger`` (an existing ledger is still migrated).
 
     Returns:
         The schema version now in the ledger.
@@ -68,6 +113,9 @@ def ensure_schema(engine: Engine) -> int:
         LedgerSchemaTooNew: The ledger was written by a newer release.
         LedgerBusy: Another writer held the lock past the busy timeout.
         LedgerUnavailable: The database cannot be reached or written.
+        NotALedger: ``create`` is false and the database holds no ledger, or the file is not a
+            SQLite database.
+        LedgerCorrupt: The file is damaged or its schema version unreadable.
     """
     # Processes opening a fresh SQLite ledger at the same moment can see an immediate "database
     # is locked" (SQLite skips the busy handler where waiting could deadlock); the schema step
@@ -76,7 +124,7 @@ def ensure_schema(engine: Engine) -> int:
     delay = 0.02
     while True:
         try:
-            return _ensure_schema_once(engine)
+            return _ensure_schema_once(engine, create)
         except LedgerBusy:
             if time.monotonic() + delay > deadline:
                 raise
@@ -84,12 +132,15 @@ def ensure_schema(engine: Engine) -> int:
             delay = min(delay * 2, 0.5)
 
 
-def _ensure_schema_once(engine: Engine) -> int:
-    with translate_errors():
+def _ensure_schema_once(engine: Engine, create: bool) -> int:
+    where = shown_url(engine.url)
+    with translate_errors(where):
         with engine.connect() as connection:
             found = stored_schema_version(connection)
             connection.rollback()
         _check_not_too_new(found, engine)
+        if found is None and not create:
+            raise NotALedger(where, reason="it holds no ledger tables")
         if found == SCHEMA_VERSION:
             return found
         with engine.connect() as connection:

@@ -17,6 +17,7 @@ from supervisor.errors import (
     DuplicateToolError,
     ReferenceMismatch,
     ReferenceNotAllowed,
+    ReferenceNotImportable,
     UnknownToolError,
 )
 from supervisor.tools.governed import GovernedTool, governed_tool
@@ -134,6 +135,7 @@ class ToolRegistry:
         Raises:
             ReferenceNotAllowed: the reference is not on the allowlist (nothing is imported).
             ReferenceMismatch: it does not name a governed tool, or its contract changed.
+            ReferenceNotImportable: its module cannot be imported (a ``ReferenceMismatch``).
         """
         module_name, sep, qualname = reference.partition(":")
         if not sep or not module_name or not qualname:
@@ -148,7 +150,14 @@ class ToolRegistry:
                 hint=f"Review it, then add {reference!r} (or '{module_name}:*') to the allowlist.",
                 reference=reference,
             )
-        target: Any = importlib.import_module(module_name)
+        try:
+            target: Any = importlib.import_module(module_name)
+        except ImportError as error:
+            raise ReferenceNotImportable(
+                f"Cannot import {module_name!r} for {reference!r}: {error}.",
+                hint="Check the module path, that its package is installed and on PYTHONPATH.",
+                reference=reference,
+            ) from error
         for part in qualname.split("."):
             target = getattr(target, part, None)
             if target is None:
