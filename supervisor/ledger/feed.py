@@ -11,18 +11,27 @@ from datetime import timedelta
 from pathlib import Path
 
 from supervisor.canonical import canonical_json
-from supervisor.ledger.audit import verify_chain
 from supervisor.ledger.base import LedgerBase
 from supervisor.ledger.models import (
     TERMINAL_STATUSES,
     AuditRecord,
-    AuditReport,
+    Execution,
+    Proposal,
     PurgeReport,
 )
+from supervisor.ledger.verify import (
+    DEFAULT_MAX_FINDINGS,
+    Anchor,
+    ChainHead,
+    LedgerReport,
+    verify_ledger,
+)
 from supervisor.store.notify import ChangeProbe
+from supervisor.store.repository import LedgerTx
 
 FALLBACK_POLL_S = 1.0
 """Re-read the feed at least this often even without a wake-up (lost NOTIFY, odd filesystems)."""
+_BATCH = 2000
 
 
 class FeedMixin(LedgerBase):
@@ -48,6 +57,16 @@ class FeedMixin(LedgerBase):
         """The newest audit seq (0 for an empty ledger); a cursor that skips history."""
         with self.repository.read() as tx:
             return tx.audit_tip()
+
+    def chain_head(self) -> ChainHead:
+        """The newest audit record's seq and hash: keep it outside the ledger as an anchor.
+
+        ``verify(anchor=...)`` later fails unless the chain still holds that hash at that seq,
+        so a chain rewritten from scratch, or cut back past the anchor, is detected.
+        """
+        with self.repository.read() as tx:
+            seq, digest = tx.audit_head()
+        return ChainHead(seq=seq, hash=digest)
 
     def _get_probe(self) -> tuple[ChangeProbe, threading.Lock]:
         if self._probe_lock is None:
@@ -88,23 +107,32 @@ class FeedMixin(LedgerBase):
             self._probe.close()
             self._probe = None
 
-    def _iter_audit(self, batch: int = 2000) -> Iterator[AuditRecord]:
-        seq = 0
-        while True:
-            with self.repository.read() as tx:
-                records = tx.audit_after(seq, batch)
-            if not records:
-                return
-            yield from records
-            seq = records[-1].seq
+    def verify(
+        self, anchor: Anchor | str | None = None, *, max_findings: int = DEFAULT_MAX_FINDINGS
+    ) -> LedgerReport:
+        """Recompute the audit hash chain and replay it against every proposal and execution.
 
-    def verify(self) -> AuditReport:
-        """Recompute the audit hash chain from seq 1.
+        Reads the chain and the rows in one snapshot. Reports every row whose status, args
+        hash, arguments, expiry, approver or claims the chain does not explain (a ledger that
+        holds proposals but no audit records fails), and, with ``anchor``, fails unless the
+        chain still holds that hash (at that seq, if given).
+
+        Args:
+            anchor: A head kept outside the ledger (:meth:`chain_head`), as ``HASH``,
+                ``SEQ:HASH`` or an :class:`Anchor`.
+            max_findings: How many findings the report lists (all are counted).
 
         Returns:
-            ``ok`` and the count checked, or the first broken seq and why.
+            ``ok``, the chain's count checked or first broken seq and why, the findings.
+
+        Raises:
+            InvalidAnchor: ``anchor`` is not a hash or ``SEQ:HASH``.
         """
-        return verify_chain(self._iter_audit())
+        parsed = Anchor.parse(anchor) if isinstance(anchor, str) else anchor
+        with self.repository.read(snapshot=True) as tx:
+            return verify_ledger(
+                _iter_audit(tx), _iter_rows(tx), anchor=parsed, max_findings=max_findings
+            )
 
     def purge(
         self,
@@ -173,6 +201,22 @@ class FeedMixin(LedgerBase):
             proposal_ids=tuple(purged),
             archive_path=str(archive_path) if archive_path else None,
         )
+
+
+def _iter_audit(tx: LedgerTx) -> Iterator[AuditRecord]:
+    """Every audit record, ascending seq, read in batches inside ``tx``."""
+    seq = 0
+    while records := tx.audit_after(seq, _BATCH):
+        yield from records
+        seq = records[-1].seq
+
+
+def _iter_rows(tx: LedgerTx) -> Iterator[tuple[Proposal, Execution | None]]:
+    """Every proposal with its execution, ascending id, read in batches inside ``tx``."""
+    after = ""
+    while rows := tx.proposals_with_executions(after, _BATCH):
+        yield from rows
+        after = rows[-1][0].proposal_id
 
 
 def _append_private(path: Path, lines: list[str]) -> None:
