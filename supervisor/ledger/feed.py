@@ -12,6 +12,7 @@ from pathlib import Path
 
 from supervisor.canonical import canonical_json
 from supervisor.ledger.base import LedgerBase
+from supervisor.ledger.errors import LedgerBusy, LedgerUnavailable
 from supervisor.ledger.models import (
     TERMINAL_STATUSES,
     AuditRecord,
@@ -31,6 +32,8 @@ from supervisor.store.repository import LedgerTx
 
 FALLBACK_POLL_S = 1.0
 """Re-read the feed at least this often even without a wake-up (lost NOTIFY, odd filesystems)."""
+RETRY_S = 0.25
+"""Pause between attempts while the ledger cannot be reached (a server restart)."""
 _BATCH = 2000
 
 
@@ -80,26 +83,40 @@ class FeedMixin(LedgerBase):
 
         SQLite polls ``PRAGMA data_version`` every 20 ms; PostgreSQL waits for a NOTIFY sent in
         the committing transaction. Either way the feed is re-read at least every second.
+        While the ledger cannot be reached (a PostgreSQL restart) the wait keeps retrying
+        until ``timeout`` instead of failing: a follower rides out the restart, reconnects its
+        listener and re-reads by cursor, so nothing committed meanwhile is missed.
 
         Returns:
-            The new records (empty on timeout).
-
-        Raises:
-            LedgerUnavailable: The ledger cannot be reached.
+            The new records (empty on timeout, also if the ledger stayed unreachable).
         """
         deadline = time.monotonic() + max(timeout, 0.0)
-        probe, lock = self._get_probe()
         while True:
-            records = self.events_since(cursor, limit)
+            try:
+                records, reachable = self.events_since(cursor, limit), True
+            except (LedgerBusy, LedgerUnavailable):
+                records, reachable = [], False
             remaining = deadline - time.monotonic()
             if records or remaining <= 0:
                 return records
-            if not lock.acquire(timeout=remaining):
-                continue
-            try:
-                probe.wait(min(remaining, FALLBACK_POLL_S))
-            finally:
-                lock.release()
+            if not (reachable and self._wait_on_probe(min(remaining, FALLBACK_POLL_S))):
+                time.sleep(min(remaining, RETRY_S))
+
+    def _wait_on_probe(self, timeout: float) -> bool:
+        """Wait on the change probe; ``False`` if the ledger could not be reached."""
+        try:
+            probe, lock = self._get_probe()
+        except (LedgerBusy, LedgerUnavailable):
+            return False
+        if not lock.acquire(timeout=timeout):
+            return True
+        try:
+            probe.wait(timeout)
+        except (LedgerBusy, LedgerUnavailable):
+            return False
+        finally:
+            lock.release()
+        return True
 
     def close(self) -> None:
         """Release the change-feed connection (the engine is the caller's)."""
