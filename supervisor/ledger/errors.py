@@ -114,6 +114,38 @@ class ArgumentsMismatch(LedgerError):
         )
 
 
+class AuditMismatch(LedgerError):
+    """The proposal's row says something its audit records do not (the ledger was written to
+    outside the supervisor): nothing may run on it."""
+
+    code = "audit_mismatch"
+
+    def __init__(self, proposal_id: str, *, detail: str) -> None:
+        self.proposal_id = proposal_id
+        self.detail = detail
+        super().__init__(
+            f"Proposal {proposal_id}: the ledger row does not match its audit records ({detail}). "
+            "Nothing was executed.",
+            hint="Someone wrote to the ledger outside the supervisor: run `supervisor audit "
+            "verify` and do not trust this proposal; propose the call again if it is wanted.",
+            proposal_id=proposal_id,
+            detail=detail,
+        )
+
+
+class InvalidAnchor(LedgerError, ValueError):
+    """An audit anchor is not ``HASH`` or ``SEQ:HASH`` (a 64-digit hex SHA-256)."""
+
+    code = "invalid_anchor"
+
+    def __init__(self, anchor: str) -> None:
+        super().__init__(
+            f"Not an audit anchor: {anchor!r}.",
+            hint="Pass the hash printed by `supervisor audit head` (HASH or SEQ:HASH).",
+            anchor=anchor,
+        )
+
+
 class NotOwner(LedgerError, PermissionError):
     """The caller is not the party this action belongs to (e.g. another executor's claim)."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
+from datetime import datetime
 from typing import Literal
 
 from supervisor.canonical import args_hash as compute_args_hash
@@ -12,6 +13,7 @@ from supervisor.ledger.base import LedgerBase
 from supervisor.ledger.errors import (
     ApprovalExpired,
     ArgumentsMismatch,
+    AuditMismatch,
     LedgerError,
     NotOwner,
 )
@@ -19,9 +21,12 @@ from supervisor.ledger.models import (
     ApproverContext,
     Execution,
     ExecutorIdentity,
+    Proposal,
     ProposalStatus,
     Via,
 )
+from supervisor.ledger.trail import claim_refusal, replay
+from supervisor.store.repository import LedgerTx
 
 _S = ProposalStatus
 IsAlive = Callable[[int, str], bool]
@@ -64,7 +69,10 @@ class ExecutionMixin(LedgerBase):
 
         The args hash is recomputed from the stored tool, schema hash, arguments and target and
         must equal both the stored hash and ``expected_args_hash`` (the hash of what the caller
-        is about to run). A refused claim on a mismatch is audited.
+        is about to run). The row must also be what the audit chain explains: a propose record
+        with that hash, an approve of it as the latest decision, the proposed (or audited
+        extended) expiry and no earlier claim, read in the same transaction. A refused claim is
+        audited (``claim_refused``).
 
         Args:
             proposal_id: The approved proposal.
@@ -81,6 +89,8 @@ class ExecutionMixin(LedgerBase):
                 decided otherwise.
             ApprovalExpired: Its expiry passed (it is marked expired).
             ArgumentsMismatch: The hashes differ; nothing may run.
+            AuditMismatch: The row is not what the audit chain explains (the ledger was
+                written to outside the supervisor); nothing may run.
         """
         identity = _identity(executor)
         refusal: LedgerError | None = None
@@ -115,6 +125,8 @@ class ExecutionMixin(LedgerBase):
                     },
                 )  # fmt: skip
             else:
+                refusal = self._audit_refusal(tx, current, expected_args_hash, identity, now)
+            if refusal is None:
                 changed = tx.update_proposal(
                     proposal_id,
                     expect_status=_S.APPROVED,
@@ -137,6 +149,32 @@ class ExecutionMixin(LedgerBase):
             raise refusal
         assert execution is not None
         return execution
+
+    @staticmethod
+    def _audit_refusal(
+        tx: LedgerTx,
+        current: Proposal,
+        expected_args_hash: str,
+        identity: ExecutorIdentity,
+        now: datetime,
+    ) -> AuditMismatch | None:
+        """Refuse (and audit the refusal) unless the audit chain explains claiming ``current``.
+
+        One indexed read of the proposal's own audit records (``ix_audit_subject``).
+        """
+        proposal_id = current.proposal_id
+        trail = replay(proposal_id, tx.audit_of(proposal_id))
+        detail = claim_refusal(trail, current, expected_args_hash)
+        if detail is None:
+            return None
+        tx.append_audit(
+            at=now, actor=identity.executor_id, action="claim_refused", subject=proposal_id,
+            payload={
+                "reason": "audit_mismatch", "detail": detail, "expected": expected_args_hash,
+                "stored": current.args_hash,
+            },
+        )  # fmt: skip
+        return AuditMismatch(proposal_id, detail=detail)
 
     def _finish(
         self,

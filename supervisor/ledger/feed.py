@@ -11,18 +11,30 @@ from datetime import timedelta
 from pathlib import Path
 
 from supervisor.canonical import canonical_json
-from supervisor.ledger.audit import verify_chain
 from supervisor.ledger.base import LedgerBase
+from supervisor.ledger.errors import LedgerBusy, LedgerUnavailable
 from supervisor.ledger.models import (
     TERMINAL_STATUSES,
     AuditRecord,
-    AuditReport,
+    Execution,
+    Proposal,
     PurgeReport,
 )
+from supervisor.ledger.verify import (
+    DEFAULT_MAX_FINDINGS,
+    Anchor,
+    ChainHead,
+    LedgerReport,
+    verify_ledger,
+)
 from supervisor.store.notify import ChangeProbe
+from supervisor.store.repository import LedgerTx
 
 FALLBACK_POLL_S = 1.0
 """Re-read the feed at least this often even without a wake-up (lost NOTIFY, odd filesystems)."""
+RETRY_S = 0.25
+"""Pause between attempts while the ledger cannot be reached (a server restart)."""
+_BATCH = 2000
 
 
 class FeedMixin(LedgerBase):
@@ -49,6 +61,16 @@ class FeedMixin(LedgerBase):
         with self.repository.read() as tx:
             return tx.audit_tip()
 
+    def chain_head(self) -> ChainHead:
+        """The newest audit record's seq and hash: keep it outside the ledger as an anchor.
+
+        ``verify(anchor=...)`` later fails unless the chain still holds that hash at that seq,
+        so a chain rewritten from scratch, or cut back past the anchor, is detected.
+        """
+        with self.repository.read() as tx:
+            seq, digest = tx.audit_head()
+        return ChainHead(seq=seq, hash=digest)
+
     def _get_probe(self) -> tuple[ChangeProbe, threading.Lock]:
         if self._probe_lock is None:
             self._probe_lock = threading.Lock()
@@ -61,26 +83,40 @@ class FeedMixin(LedgerBase):
 
         SQLite polls ``PRAGMA data_version`` every 20 ms; PostgreSQL waits for a NOTIFY sent in
         the committing transaction. Either way the feed is re-read at least every second.
+        While the ledger cannot be reached (a PostgreSQL restart) the wait keeps retrying
+        until ``timeout`` instead of failing: a follower rides out the restart, reconnects its
+        listener and re-reads by cursor, so nothing committed meanwhile is missed.
 
         Returns:
-            The new records (empty on timeout).
-
-        Raises:
-            LedgerUnavailable: The ledger cannot be reached.
+            The new records (empty on timeout, also if the ledger stayed unreachable).
         """
         deadline = time.monotonic() + max(timeout, 0.0)
-        probe, lock = self._get_probe()
         while True:
-            records = self.events_since(cursor, limit)
+            try:
+                records, reachable = self.events_since(cursor, limit), True
+            except (LedgerBusy, LedgerUnavailable):
+                records, reachable = [], False
             remaining = deadline - time.monotonic()
             if records or remaining <= 0:
                 return records
-            if not lock.acquire(timeout=remaining):
-                continue
-            try:
-                probe.wait(min(remaining, FALLBACK_POLL_S))
-            finally:
-                lock.release()
+            if not (reachable and self._wait_on_probe(min(remaining, FALLBACK_POLL_S))):
+                time.sleep(min(remaining, RETRY_S))
+
+    def _wait_on_probe(self, timeout: float) -> bool:
+        """Wait on the change probe; ``False`` if the ledger could not be reached."""
+        try:
+            probe, lock = self._get_probe()
+        except (LedgerBusy, LedgerUnavailable):
+            return False
+        if not lock.acquire(timeout=timeout):
+            return True
+        try:
+            probe.wait(timeout)
+        except (LedgerBusy, LedgerUnavailable):
+            return False
+        finally:
+            lock.release()
+        return True
 
     def close(self) -> None:
         """Release the change-feed connection (the engine is the caller's)."""
@@ -88,23 +124,32 @@ class FeedMixin(LedgerBase):
             self._probe.close()
             self._probe = None
 
-    def _iter_audit(self, batch: int = 2000) -> Iterator[AuditRecord]:
-        seq = 0
-        while True:
-            with self.repository.read() as tx:
-                records = tx.audit_after(seq, batch)
-            if not records:
-                return
-            yield from records
-            seq = records[-1].seq
+    def verify(
+        self, anchor: Anchor | str | None = None, *, max_findings: int = DEFAULT_MAX_FINDINGS
+    ) -> LedgerReport:
+        """Recompute the audit hash chain and replay it against every proposal and execution.
 
-    def verify(self) -> AuditReport:
-        """Recompute the audit hash chain from seq 1.
+        Reads the chain and the rows in one snapshot. Reports every row whose status, args
+        hash, arguments, expiry, approver or claims the chain does not explain (a ledger that
+        holds proposals but no audit records fails), and, with ``anchor``, fails unless the
+        chain still holds that hash (at that seq, if given).
+
+        Args:
+            anchor: A head kept outside the ledger (:meth:`chain_head`), as ``HASH``,
+                ``SEQ:HASH`` or an :class:`Anchor`.
+            max_findings: How many findings the report lists (all are counted).
 
         Returns:
-            ``ok`` and the count checked, or the first broken seq and why.
+            ``ok``, the chain's count checked or first broken seq and why, the findings.
+
+        Raises:
+            InvalidAnchor: ``anchor`` is not a hash or ``SEQ:HASH``.
         """
-        return verify_chain(self._iter_audit())
+        parsed = Anchor.parse(anchor) if isinstance(anchor, str) else anchor
+        with self.repository.read(snapshot=True) as tx:
+            return verify_ledger(
+                _iter_audit(tx), _iter_rows(tx), anchor=parsed, max_findings=max_findings
+            )
 
     def purge(
         self,
@@ -173,6 +218,22 @@ class FeedMixin(LedgerBase):
             proposal_ids=tuple(purged),
             archive_path=str(archive_path) if archive_path else None,
         )
+
+
+def _iter_audit(tx: LedgerTx) -> Iterator[AuditRecord]:
+    """Every audit record, ascending seq, read in batches inside ``tx``."""
+    seq = 0
+    while records := tx.audit_after(seq, _BATCH):
+        yield from records
+        seq = records[-1].seq
+
+
+def _iter_rows(tx: LedgerTx) -> Iterator[tuple[Proposal, Execution | None]]:
+    """Every proposal with its execution, ascending id, read in batches inside ``tx``."""
+    after = ""
+    while rows := tx.proposals_with_executions(after, _BATCH):
+        yield from rows
+        after = rows[-1][0].proposal_id
 
 
 def _append_private(path: Path, lines: list[str]) -> None:

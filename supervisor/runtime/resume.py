@@ -10,6 +10,7 @@ from supervisor.ledger.errors import (
     ApprovalAlreadyDecided,
     ApprovalExpired,
     ArgumentsMismatch,
+    AuditMismatch,
     LedgerError,
 )
 from supervisor.ledger.models import ExecutorIdentity, Proposal, ProposalStatus
@@ -147,7 +148,7 @@ def _execute(
     executor = ExecutorIdentity.current(f"agent:{agent.agent_id}")
     try:
         ledger.claim(proposal.proposal_id, expected, executor)
-    except (ApprovalExpired, ArgumentsMismatch, ApprovalAlreadyDecided) as exc:
+    except (ApprovalExpired, ArgumentsMismatch, AuditMismatch, ApprovalAlreadyDecided) as exc:
         current = ledger.get(proposal.proposal_id)
         if current.status in DECISIONS:
             return _decision_result(current)

@@ -23,7 +23,13 @@ _BUSY_MARKERS = (
 
 def classify(error: exc.DBAPIError) -> LedgerBusy | LedgerUnavailable:
     """Map a driver error to ``LedgerBusy`` (retry later) or ``LedgerUnavailable``."""
-    text = str(error.orig if error.orig is not None else error).lower()
+    return classify_driver_error(error.orig if error.orig is not None else error)
+
+
+def classify_driver_error(error: BaseException) -> LedgerBusy | LedgerUnavailable:
+    """:func:`classify` for an error raised by the driver itself (sqlite3, psycopg), as on the
+    change feed's dedicated connection, which SQLAlchemy does not wrap."""
+    text = str(error).lower()
     first_line = text.splitlines()[0] if text else type(error).__name__
     if any(marker in text for marker in _BUSY_MARKERS):
         return LedgerBusy(

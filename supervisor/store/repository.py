@@ -9,6 +9,7 @@ exactly when the change is committed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -30,7 +31,6 @@ from supervisor.ledger.models import (
     ProposalStatus,
 )
 from supervisor.store.convert import (
-    audit_from_row,
     execution_from_row,
     proposal_from_row,
     proposal_to_values,
@@ -82,6 +82,20 @@ _SELECT_FOR_WRITE = (
     )
     .select_from(_PROPOSAL.outerjoin(_EXECUTION, _EXECUTION.c.proposal_id == _PROPOSAL.c.id))
     .where(_PROPOSAL.c.id == sa.bindparam("w_id"))
+)
+# Every proposal with its execution (if claimed), in id order, for the audit replay.
+_SELECT_WITH_EXECUTIONS = (
+    sa.select(
+        _PROPOSAL, *[column.label(_EXECUTION_PREFIX + column.name) for column in _EXECUTION.c]
+    )
+    .select_from(_PROPOSAL.outerjoin(_EXECUTION, _EXECUTION.c.proposal_id == _PROPOSAL.c.id))
+    .where(_PROPOSAL.c.id > sa.bindparam("w_after"))
+    .order_by(_PROPOSAL.c.id)
+    .limit(sa.bindparam("w_limit"))
+)
+# One subject's audit records, oldest first: an index range scan of ix_audit_subject.
+_SELECT_SUBJECT_AUDIT = (
+    sa.select(_AUDIT).where(_AUDIT.c.subject == sa.bindparam("w_subject")).order_by(_AUDIT.c.seq)
 )
 _INSERT_PROPOSAL = sa.insert(_PROPOSAL)
 _INSERT_DOMAIN = sa.insert(_DOMAIN)
@@ -160,6 +174,37 @@ def _proposal_values(values: dict[str, Any]) -> dict[str, Any]:
     return columns
 
 
+def _audit_record(row: Any) -> AuditRecord:
+    """An audit record from its ORM or Core row, built without re-validation (the columns come
+    typed from the table; ``at`` is tz-aware).
+
+    A payload that is not a JSON object (written outside the ledger) reads as ``{}``: its hash
+    then no longer matches, so ``verify`` names the record and the claim refuses, instead of
+    every reader of the feed failing on it.
+    """
+    try:
+        payload = json.loads(row.payload_json) if row.payload_json else {}
+    except ValueError:
+        payload = {}
+    return AuditRecord.model_construct(
+        seq=row.seq, at=row.at, actor=row.actor, action=row.action, subject=row.subject,
+        payload=payload if isinstance(payload, dict) else {}, prev_hash=row.prev_hash,
+        hash=row.hash,
+    )  # fmt: skip
+
+
+def _joined_execution(row: Any) -> Execution | None:
+    """The execution columns (prefixed ``x_``) of a proposal row joined to its execution."""
+    mapping = row._mapping
+    if mapping[_EXECUTION_PREFIX + "id"] is None:
+        return None
+    return execution_from_row(
+        SimpleNamespace(
+            **{column.name: mapping[_EXECUTION_PREFIX + column.name] for column in _EXECUTION.c}
+        )
+    )
+
+
 class LedgerTx(PolicyVersionsMixin, RecordsMixin):
     """One open transaction on the ledger; created by :class:`Repository` only."""
 
@@ -213,18 +258,14 @@ class LedgerTx(PolicyVersionsMixin, RecordsMixin):
                 else (0, GENESIS_HASH)
             )
         self._keep_policy_in_force(row)
-        mapping = row._mapping
-        execution = None
-        if mapping[_EXECUTION_PREFIX + "id"] is not None:
-            execution = execution_from_row(
-                SimpleNamespace(
-                    **{
-                        column.name: mapping[_EXECUTION_PREFIX + column.name]
-                        for column in _EXECUTION.c
-                    }
-                )
-            )
-        return proposal_from_row(row), execution
+        return proposal_from_row(row), _joined_execution(row)
+
+    def proposals_with_executions(
+        self, after_id: str = "", limit: int = 1000
+    ) -> list[tuple[Proposal, Execution | None]]:
+        """Proposals with ids after ``after_id`` (ascending) and their executions, if any."""
+        rows = self._execute(_SELECT_WITH_EXECUTIONS, {"w_after": after_id, "w_limit": limit})
+        return [(proposal_from_row(row), _joined_execution(row)) for row in rows]
 
     def insert_proposal(self, proposal: Proposal) -> None:
         """Insert a new proposal and its domain index rows."""
@@ -460,7 +501,21 @@ class LedgerTx(PolicyVersionsMixin, RecordsMixin):
     def audit_after(self, seq: int, limit: int = 500) -> list[AuditRecord]:
         """Audit records with seq greater than ``seq``, ascending."""
         query = select(AuditRow).where(AuditRow.seq > seq).order_by(col(AuditRow.seq)).limit(limit)
-        return [audit_from_row(row) for row in self.session.exec(query).all()]
+        return [_audit_record(row) for row in self.session.exec(query).all()]
+
+    def audit_of(self, subject: str) -> list[AuditRecord]:
+        """Every audit record about ``subject`` (a proposal id), ascending seq.
+
+        On the claim's hot path: the columns come typed from the table (``at`` tz-aware), so
+        the records are built without re-validation.
+        """
+        rows = self._execute(_SELECT_SUBJECT_AUDIT, {"w_subject": subject}).all()
+        return [_audit_record(row) for row in rows]
+
+    def audit_head(self) -> tuple[int, str]:
+        """The newest audit record's seq and hash; ``(0, GENESIS_HASH)`` for an empty log."""
+        row = self._execute(_AUDIT_TIP).first()
+        return (int(row.seq), str(row.hash)) if row else (0, GENESIS_HASH)
 
     def audit_tip(self) -> int:
         """The highest audit seq (0 for an empty log)."""
@@ -507,9 +562,16 @@ class Repository:
                     connection.execute(_NOTIFY, {"channel": CHANNEL, "seq": str(tx.last_audit_seq)})
 
     @contextmanager
-    def read(self) -> Iterator[LedgerTx]:
-        """A read-only transaction (a consistent snapshot on SQLite WAL)."""
+    def read(self, *, snapshot: bool = False) -> Iterator[LedgerTx]:
+        """A read-only transaction (a consistent snapshot on SQLite WAL).
+
+        Args:
+            snapshot: On PostgreSQL, read every statement from one snapshot (``REPEATABLE
+                READ``) instead of each statement's own; SQLite reads always do.
+        """
         with translate_errors(), self.engine.connect() as connection:
+            if snapshot and self.dialect == "postgresql":
+                connection = connection.execution_options(isolation_level="REPEATABLE READ")
             with connection.begin():
                 tx = LedgerTx(connection, self.dialect)
                 try:

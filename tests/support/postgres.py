@@ -204,6 +204,23 @@ class PostgresCluster:
                 self._kill_postmaster(data)
         shutil.rmtree(directory, ignore_errors=True)
 
+    def stop_server(self, mode: str = "fast") -> None:
+        """Stop the throwaway server but keep its data, as a restart or an outage would.
+
+        ``mode`` is pg_ctl's shutdown mode: ``fast`` terminates client connections the way a
+        server restart does, ``immediate`` as a crash would.
+        """
+        if self._bins is None or self._dir is None or self._port is None:
+            raise RuntimeError("only a started throwaway cluster can be stopped and restarted")
+        cmd = [str(self._bins.pg_ctl), "-D", str(self._dir / "data"), "-m", mode, "-w", "stop"]
+        self._run(cmd, timeout=60)
+
+    def start_server(self) -> None:
+        """Start a server stopped by `stop_server` again, on the same port."""
+        if self._dir is None or self._port is None:
+            raise RuntimeError("only a started throwaway cluster can be restarted")
+        self._start_server(port=self._port)
+
     def __enter__(self) -> PostgresCluster:
         return self.start()
 
@@ -317,20 +334,21 @@ class PostgresCluster:
         except subprocess.CalledProcessError as exc:
             raise PostgresStartError(f"initdb failed: {exc.stderr or exc.stdout}") from exc
 
-    def _start_server(self) -> int:
-        """Start the postmaster on a free port (retrying if another process takes it)."""
+    def _start_server(self, port: int | None = None) -> int:
+        """Start the postmaster on ``port`` or a free one (retrying if another process takes
+        a free one first)."""
         assert self._bins is not None and self._dir is not None
         sock_dir = self._dir / "sock"
-        sock_dir.mkdir()
+        sock_dir.mkdir(exist_ok=True)
         if self._run_as is not None:
             os.chown(sock_dir, self._run_as.pw_uid, self._run_as.pw_gid)
         log = self._dir / "server.log"
         last_error = ""
-        for _attempt in range(3):
-            port = free_port()
+        for _attempt in range(1 if port is not None else 3):
+            chosen = port if port is not None else free_port()
             settings = {
                 "listen_addresses": "127.0.0.1",
-                "port": str(port),
+                "port": str(chosen),
                 "unix_socket_directories": str(sock_dir),
                 **self._settings,
             }
@@ -339,7 +357,7 @@ class PostgresCluster:
             cmd += ["-w", "-t", str(int(self._start_timeout)), "-o", options, "start"]
             try:
                 self._run(cmd, timeout=self._start_timeout + 10)
-                return port
+                return chosen
             except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
                 server_log = log.read_text(errors="replace") if log.exists() else ""
                 last_error = f"{exc}\n{server_log[-2000:]}"

@@ -1,0 +1,124 @@
+"""The change feed across a real PostgreSQL restart: typed errors, then it carries on.
+
+Each test runs its own throwaway server (so stopping it disturbs no other test) and stops it
+with ``pg_ctl -m fast``, which terminates every client connection as a restart does.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from support.postgres import PostgresCluster
+
+from supervisor.ledger import LedgerUnavailable
+from supervisor.ledger.service import ApprovalLedger
+from supervisor.store.engine import create_ledger_engine
+
+WAIT_S = 60.0
+"""Upper bound on waiting for something that should happen (not a timing assertion)."""
+
+
+@pytest.fixture
+def server(pg_cluster: PostgresCluster) -> Iterator[PostgresCluster]:
+    if pg_cluster.external:
+        pytest.skip("the tests cannot restart an external PostgreSQL server")
+    cluster = PostgresCluster()
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def url(server: PostgresCluster) -> str:
+    return server.create_database("feed_restart")
+
+
+def _ledger(url: str) -> Iterator[ApprovalLedger]:
+    engine = create_ledger_engine(url)
+    ledger = ApprovalLedger(engine)
+    try:
+        yield ledger
+    finally:
+        ledger.close()
+        engine.dispose()
+
+
+@pytest.fixture
+def follower(url: str) -> Iterator[ApprovalLedger]:
+    yield from _ledger(url)
+
+
+@pytest.fixture
+def writer(url: str, follower: ApprovalLedger) -> Iterator[ApprovalLedger]:
+    yield from _ledger(url)
+
+
+def test_the_listen_probe_raises_a_typed_error_and_reconnects(
+    server: PostgresCluster, writer: ApprovalLedger, follower: ApprovalLedger
+) -> None:
+    probe = follower.repository.change_probe()
+    try:
+        server.stop_server()
+        with pytest.raises(LedgerUnavailable) as lost:
+            probe.wait(WAIT_S)  # the server closes the listening connection
+        assert lost.value.code == "ledger_unavailable"
+        with pytest.raises(LedgerUnavailable):
+            probe.wait(0.1)  # reconnecting while the server is down
+        server.start_server()
+        assert probe.wait(0.1) is True  # reconnected: notifications may have been lost
+        writer.propose("t", "h", {"after": "restart"})
+        assert probe.wait(WAIT_S) is True
+    finally:
+        probe.close()
+
+
+def test_a_feed_follower_rides_out_a_server_restart(
+    server: PostgresCluster, writer: ApprovalLedger, follower: ApprovalLedger
+) -> None:
+    seen: list[str] = []
+    errors: list[BaseException] = []
+    rounds = [0]
+    changed = threading.Condition()
+    stop = threading.Event()
+
+    def follow() -> None:
+        cursor = 0
+        while not stop.is_set():
+            try:
+                records = follower.wait_for_change(cursor, 0.5)
+            except BaseException as error:  # what would kill a TUI's feed thread
+                errors.append(error)
+                records = []
+            with changed:
+                rounds[0] += 1
+                if records:
+                    cursor = records[-1].seq
+                    seen.extend(record.subject for record in records)
+                changed.notify_all()
+
+    def until(predicate: Any) -> None:
+        with changed:
+            assert changed.wait_for(predicate, timeout=WAIT_S)
+
+    thread = threading.Thread(target=follow, daemon=True)
+    thread.start()
+    try:
+        before = writer.propose("t", "h", {"before": "restart"}).proposal_id
+        until(lambda: before in seen)
+        server.stop_server()
+        with changed:
+            down_at = rounds[0]
+        until(lambda: rounds[0] >= down_at + 3)  # several feed rounds against a dead server
+        server.start_server()
+        after = writer.propose("t", "h", {"after": "restart"}).proposal_id
+        until(lambda: after in seen)
+    finally:
+        stop.set()
+        thread.join(timeout=WAIT_S)
+    assert errors == []
+    assert seen == [before, after]
