@@ -24,6 +24,7 @@ import socket
 import sys
 import tempfile
 import threading
+import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -223,7 +224,9 @@ def run_worker(config: BrowserWorkerConfig) -> BrowserRunResult:
             worker_id=config.worker_id, exit_code=143, outcome="stopped", errors=("stopped",)
         )
     except Exception as exc:
-        _log.exception("browser worker failed")
+        # The traceback can quote task text or page data: known secret values are replaced.
+        trace = "".join(traceback.format_exception(exc))
+        _log.error("browser worker failed:\n%s", secrets.redact_text(trace))
         result = BrowserRunResult(
             worker_id=config.worker_id, exit_code=1, errors=(f"{type(exc).__name__}: {exc}",)
         )

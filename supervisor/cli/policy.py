@@ -76,7 +76,7 @@ def policy() -> None:
 @db_option
 def show(as_json: bool, db_url: str | None) -> None:
     """Show the policy in force (as TOML that `policy apply` accepts)."""
-    with open_ledger(db_url) as ledger:
+    with open_ledger(db_url, read_only=True) as ledger:
         stored = ledger.current_policy()
         if not as_json:
             ledger.policy  # noqa: B018 - a stored document that fails its hash is an error here
@@ -96,7 +96,7 @@ def show(as_json: bool, db_url: str | None) -> None:
 @db_option
 def history(as_json: bool, db_url: str | None) -> None:
     """List every stored version, oldest first: when, by whom, hash and reason."""
-    with open_ledger(db_url) as ledger:
+    with open_ledger(db_url, read_only=True) as ledger:
         versions = ledger.policy_history()
     if as_json:
         _json({"versions": [_version_json(version) for version in versions]})

@@ -238,7 +238,7 @@ def iter_ledger(
     """
     from supervisor.provider import SQLModelProvider
 
-    with SQLModelProvider(url) as provider:
+    with SQLModelProvider(url, read_only=True) as provider:
         after_id = 0
         size = first
         while True:

@@ -31,6 +31,9 @@ READ_COMMANDS = [
     pytest.param(["traces", "export", "-o", "out.jsonl"], id="traces-export"),
     pytest.param(["traces", "analyze"], id="traces-analyze"),
     pytest.param(["audit", "verify"], id="audit-verify"),
+    pytest.param(["audit", "head"], id="audit-head"),
+    pytest.param(["policy", "show"], id="policy-show"),
+    pytest.param(["policy", "history"], id="policy-history"),
 ]
 
 
@@ -122,6 +125,13 @@ def _run_read_only(prefix: list[str], *args: str) -> subprocess.CompletedProcess
     return subprocess.run([*prefix, SUPERVISOR, *args], capture_output=True, text=True, timeout=90)
 
 
+_COUNT_REVIEW_ROWS = (
+    "import sys\n"
+    "from supervisor.services.review import iter_ledger\n"
+    "print(sum(len(rows) for rows in iter_ledger(sys.argv[1])))\n"
+)
+
+
 def _leave_unchecked_wal(url: str) -> str:
     """Write a proposal from a process that dies without closing, so it stays in the WAL."""
     script = (
@@ -167,6 +177,15 @@ def test_a_ledger_on_read_only_storage_can_be_listed_and_verified(
         exported = _run_read_only(prefix, "traces", "export", "--db", str(ledger))
         assert exported.returncode == 0, exported.stderr
         assert json.loads(exported.stdout.splitlines()[0])["tool"] == "inventory_lookup"
+        for command in (["audit", "head"], ["policy", "show"], ["policy", "history"]):
+            done = _run_read_only(prefix, *command, "--db", str(ledger))
+            assert done.returncode == 0, (command, done.stderr)
+        reviewed = subprocess.run(
+            [*prefix, sys.executable, "-c", _COUNT_REVIEW_ROWS, url],
+            capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+        assert reviewed.returncode == 0, reviewed.stderr
+        assert reviewed.stdout.strip() == "1"  # the offline review reads it too
         refused = _run_read_only(prefix, "proposals", "approve", expected[0], "--db", str(ledger))
         assert refused.returncode == 2 and "Traceback" not in refused.stderr
     finally:
