@@ -14,13 +14,12 @@ fail them under ``CI=true``, so CI cannot pass by silently skipping.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
 from support.postgres import PostgresCluster, PostgresNotInstalled, unique_database_name
+from support.required import unavailable
 
 _POSTGRES_FIXTURES = {"pg_cluster", "postgres_url"}
 
@@ -32,14 +31,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.postgres)
 
 
-def _unavailable(reason: str) -> NoReturn:
-    """Skip locally, but fail under CI, when PostgreSQL cannot be provided."""
-    message = f"PostgreSQL unavailable: {reason}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{message} (CI=true, so not skipping)", pytrace=False)
-    pytest.skip(message)
-
-
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[PostgresCluster]:
     """One PostgreSQL server for the session, stopped and deleted at the end."""
@@ -47,7 +38,8 @@ def pg_cluster() -> Iterator[PostgresCluster]:
     try:
         cluster.start()
     except PostgresNotInstalled as exc:
-        _unavailable(str(exc))  # the message says to run `bash .ci/system-deps.sh`
+        # the message says to run `bash .ci/system-deps.sh`
+        unavailable(f"PostgreSQL unavailable: {exc}")
     try:
         yield cluster
     finally:

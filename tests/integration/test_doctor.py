@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.required import require_bwrap
 
 from sandboxes.errors import SandboxUnavailable
 from sandboxes.local import BubblewrapSandbox
@@ -23,11 +24,7 @@ SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
 
 @pytest.fixture(autouse=True)
 def _require_bwrap() -> None:
-    if shutil.which("bwrap") is None:
-        message = "bubblewrap (bwrap) is not installed: run `bash .ci/system-deps.sh`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message} (CI=true, so not skipping)", pytrace=False)
-        pytest.skip(message)
+    require_bwrap()
 
 
 @pytest.fixture

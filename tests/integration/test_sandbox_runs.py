@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.required import require_bwrap
 
 import sandboxes
 from sandboxes.base import RunContext
@@ -29,11 +29,7 @@ SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
 
 @pytest.fixture(autouse=True)
 def _require_bwrap() -> None:
-    if shutil.which("bwrap") is None:
-        message = "bubblewrap (bwrap) is not installed: run `bash .ci/system-deps.sh`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message} (CI=true, so not skipping)", pytrace=False)
-        pytest.skip(message)
+    require_bwrap()
 
 
 @pytest.fixture

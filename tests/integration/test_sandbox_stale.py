@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from sqlmodel import SQLModel
+from support.required import require_bwrap
 
 from sandboxes.cgroup import pids_parent
 from supervisor.ledger.models import LOST_AFTER_SECONDS, ProcessRecord
@@ -34,11 +35,7 @@ PREFIX = "supervisor-sandbox-"
 
 @pytest.fixture(autouse=True)
 def _require_bwrap() -> None:
-    if shutil.which("bwrap") is None:
-        message = "bubblewrap (bwrap) is not installed: run `bash .ci/system-deps.sh`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message} (CI=true, so not skipping)", pytrace=False)
-        pytest.skip(message)
+    require_bwrap()
 
 
 @pytest.fixture

@@ -6,11 +6,8 @@ each proposal through the ledger, as a human in the TUI would.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Sequence
-
-import pytest
 
 from sandboxes.browser import BrowserPolicy, BrowserRunResult, BrowserTask
 from sandboxes.browser.config import ChromiumNotFound, find_chromium
@@ -19,6 +16,7 @@ from supervisor.ledger.service import ApprovalLedger
 from supervisor.provider import SQLModelProvider
 from supervisor.scripted_model import ScriptedModel
 from support.browser_site import BrowserPlan, BrowserSite
+from support.required import unavailable
 
 Verdict = tuple[str, str]  # ("approve" | "reject" | "wait-approve", reason)
 RUN_TIMEOUT_S = 90.0
@@ -29,9 +27,7 @@ def chromium_or_skip() -> str:
     try:
         return find_chromium()
     except ChromiumNotFound as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{exc} (CI=true, so not skipping)", pytrace=False)
-        pytest.skip(str(exc))
+        unavailable(str(exc))
 
 
 class Reviewer:
