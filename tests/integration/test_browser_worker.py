@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 
 import pytest
 from support.browser_run import (
@@ -36,15 +35,6 @@ pytestmark = pytest.mark.slow
 def chromium() -> str:
     """Chromium's path; skip without it locally, fail without it under CI=true."""
     return chromium_or_skip()
-
-
-@pytest.fixture
-def provider(sqlite_url: str) -> Iterator[SQLModelProvider]:
-    provider = SQLModelProvider(sqlite_url)
-    try:
-        yield provider
-    finally:
-        provider.close()
 
 
 Plan = BrowserPlan
