@@ -7,7 +7,7 @@ each proposal through the ledger, as a human in the TUI would.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from sandboxes.browser import BrowserPolicy, BrowserRunResult, BrowserTask
 from sandboxes.browser.config import ChromiumNotFound, find_chromium
@@ -85,6 +85,7 @@ def run_task(
     allowed_domains: Sequence[str] | None = None,
     policy: BrowserPolicy | None = None,
     max_steps: int = 8,
+    sensitive_data: Mapping[str, str] | None = None,
 ) -> tuple[BrowserRunResult, Reviewer, ScriptedModel]:
     """Run one worker to its end against ``site`` (allowed: its host and port by default)."""
     with ScriptedModel(plan) as model, Reviewer(provider.ledger, decide) as reviewer:
@@ -102,6 +103,7 @@ def run_task(
             max_steps=max_steps,
             approval_timeout=30.0,
             owner="browser-test",
+            sensitive_data=sensitive_data,
         )
         result = task.run(timeout=RUN_TIMEOUT_S)
     return result, reviewer, model
