@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.cli import SUPERVISOR
 from support.required import require_bwrap
 
 from sandboxes.errors import SandboxUnavailable
@@ -18,8 +18,6 @@ from sandboxes.local import BubblewrapSandbox
 from sandboxes.models import RunRequest
 from sandboxes.seccomp import DENIED
 from supervisor.provider import SQLModelProvider
-
-SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
 
 
 @pytest.fixture(autouse=True)

@@ -4,13 +4,12 @@ edits, and trace retention (which never drops a live proposal's evidence)."""
 from __future__ import annotations
 
 import math
-import shutil
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from support.cli import SUPERVISOR
 
 from supervisor.ledger import ApproverContext, ManualClock, ProposalStatus, TraceEvent
 from supervisor.ledger.errors import (
@@ -27,7 +26,6 @@ from supervisor.services.approvals import ApprovalsService
 from supervisor.services.edits import InvalidEdit, parse_edited_arguments
 from supervisor.services.identity import ApproverIdentity
 
-SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
 DAY = 24 * 3600
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from support.cli import SUPERVISOR
 from support.required import unavailable
 
 from supervisor.ledger import ApproverContext, ProposalStatus
@@ -34,7 +35,6 @@ from supervisor.ledger.policy import ApprovalPolicy
 from supervisor.provider import SQLModelProvider
 from supervisor.services.identity import ApproverIdentity
 
-SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
 AS_USER = Path(__file__).resolve().parents[1] / "support" / "as_user.py"
 ME = pwd.getpwuid(os.getuid()).pw_name
 HOST = socket.gethostname()

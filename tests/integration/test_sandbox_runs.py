@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import threading
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import SUPERVISOR
 from support.required import require_bwrap
 
 import sandboxes
@@ -23,8 +23,6 @@ from sandboxes.runner import SandboxSettings, run_in_sandbox
 from supervisor.canonical import args_hash
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.provider import SQLModelProvider
-
-SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
 
 
 @pytest.fixture(autouse=True)

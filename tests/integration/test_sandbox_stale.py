@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from sqlmodel import SQLModel
+from support.cli import SUPERVISOR
 from support.required import require_bwrap
 
 from sandboxes.cgroup import pids_parent
@@ -29,7 +29,6 @@ from supervisor.ledger.service import ApprovalLedger
 from supervisor.provider import SQLModelProvider
 from supervisor.store.engine import create_ledger_engine
 
-SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
 PREFIX = "supervisor-sandbox-"
 
 
