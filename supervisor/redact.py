@@ -218,11 +218,8 @@ class KnownSecrets:
         return bool(self._values)
 
     def redact_text(self, text: str) -> str:
-        """``text`` with every known value replaced."""
-        for value in self._values:
-            if value in text:
-                text = text.replace(value, REDACTED)
-        return text
+        """``text`` with every known value replaced (longest first, as `replace_values`)."""
+        return replace_values(text, self._values)
 
     def redact_data(self, value: Any) -> Any:
         """JSON data with every known value replaced in its strings (keys included)."""

@@ -5,6 +5,12 @@ Ledger URLs:
 - ``postgres_url``: a fresh database per test on a real PostgreSQL server (``pg_cluster``).
 - ``ledger_url``: parametrised over both engines; PostgreSQL starts only if a test needs it.
 
+Ledgers on those URLs (a module overrides any of them when it needs something else):
+- ``clock``: a ``ManualClock`` the test advances.
+- ``engine`` and ``ledger``: an engine on ``ledger_url`` and an ``ApprovalLedger`` on it and
+  ``clock``, so a ledger test runs on both engines.
+- ``provider``: a ``SQLModelProvider`` on ``sqlite_url``.
+
 PostgreSQL is a throwaway cluster started once per session (see tests/support/postgres.py), or
 the server named by ``$SUPERVISOR_TEST_PG_URL``. Tests that use it carry the ``postgres`` mark,
 so ``-m "not postgres"`` runs without it. Missing server binaries skip those tests locally but
@@ -14,13 +20,18 @@ fail them under ``CI=true``, so CI cannot pass by silently skipping.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
+from sqlalchemy.engine import Engine
 from support.postgres import PostgresCluster, PostgresNotInstalled, unique_database_name
+from support.required import unavailable
+
+from supervisor.ledger import ManualClock
+from supervisor.ledger.service import ApprovalLedger
+from supervisor.provider import SQLModelProvider
+from supervisor.store.engine import create_ledger_engine
 
 _POSTGRES_FIXTURES = {"pg_cluster", "postgres_url"}
 
@@ -32,14 +43,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.postgres)
 
 
-def _unavailable(reason: str) -> NoReturn:
-    """Skip locally, but fail under CI, when PostgreSQL cannot be provided."""
-    message = f"PostgreSQL unavailable: {reason}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{message} (CI=true, so not skipping)", pytrace=False)
-    pytest.skip(message)
-
-
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[PostgresCluster]:
     """One PostgreSQL server for the session, stopped and deleted at the end."""
@@ -47,7 +50,8 @@ def pg_cluster() -> Iterator[PostgresCluster]:
     try:
         cluster.start()
     except PostgresNotInstalled as exc:
-        _unavailable(str(exc))  # the message says to run `bash .ci/system-deps.sh`
+        # the message says to run `bash .ci/system-deps.sh`
+        unavailable(f"PostgreSQL unavailable: {exc}")
     try:
         yield cluster
     finally:
@@ -83,3 +87,35 @@ def ledger_url(request: pytest.FixtureRequest) -> str:
     fixture = "sqlite_url" if request.param == "sqlite" else "postgres_url"
     url: str = request.getfixturevalue(fixture)
     return url
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def engine(ledger_url: str) -> Iterator[Engine]:
+    """A ledger engine on ``ledger_url``, disposed afterwards."""
+    eng = create_ledger_engine(ledger_url)
+    try:
+        yield eng
+    finally:
+        eng.dispose()
+
+
+@pytest.fixture
+def ledger(engine: Engine, clock: ManualClock) -> Iterator[ApprovalLedger]:
+    """An ``ApprovalLedger`` on ``engine`` and ``clock``; its change feed is closed afterwards."""
+    service = ApprovalLedger(engine, clock)
+    try:
+        yield service
+    finally:
+        service.close()
+
+
+@pytest.fixture
+def provider(sqlite_url: str) -> Iterator[SQLModelProvider]:
+    """A ``SQLModelProvider`` on a fresh SQLite file, closed afterwards."""
+    with SQLModelProvider(sqlite_url) as opened:
+        yield opened

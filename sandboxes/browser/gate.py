@@ -148,21 +148,10 @@ class ApprovalGate:
     async def _deny_run(self, tool_name: str, code: str, url: str, reason: str) -> Any:
         if self.denial is None:
             self.denial = BrowserDenial(code=code, url=url, reason=reason)
-            event = TraceEvent(
-                at=datetime.now(UTC),
-                agent_id=self.owner,
-                thread_id=self.thread_id,
-                run_id=self.worker_id,
-                kind="browser.navigation",
-                tool=tool_name,
-                outcome_status="denied",
-                reason_code=code,
-                payload={"url": url, "reason": reason},
-            )
-            try:
-                await asyncio.to_thread(self.ledger.append_trace, [event])
-            except SupervisorError:
-                _log.warning("could not record the browser worker's denial", exc_info=True)
+            await self._record(
+                "browser.navigation", tool_name, "denied", code, {"url": url, "reason": reason},
+                what="the browser worker's denial",
+            )  # fmt: skip
             if self.on_denied is not None:
                 self.on_denied()
         return ActionResult(error=f"denied: {self.denial.reason}")
@@ -300,25 +289,42 @@ class ApprovalGate:
     async def _trace(
         self, resolved: ResolvedAction, outcome: str, reason: str, error: str | None = None
     ) -> None:
+        payload: dict[str, Any] = {
+            "arguments": resolved.arguments,
+            "target": resolved.execution_target,
+            "error": error,
+        }
+        await self._record(
+            "browser.action", resolved.tool_name, outcome, reason[:200], payload,
+            what="browser trace event",
+        )  # fmt: skip
+
+    async def _record(
+        self,
+        kind: str,
+        tool: str,
+        outcome: str,
+        reason_code: str,
+        payload: dict[str, Any],
+        *,
+        what: str,
+    ) -> None:
+        """Append one trace event of this worker; a ledger error is logged, never raised."""
         event = TraceEvent(
             at=datetime.now(UTC),
             agent_id=self.owner,
             thread_id=self.thread_id,
             run_id=self.worker_id,
-            kind="browser.action",
-            tool=resolved.tool_name,
+            kind=kind,
+            tool=tool,
             outcome_status=outcome,
-            reason_code=reason[:200],
-            payload={
-                "arguments": resolved.arguments,
-                "target": resolved.execution_target,
-                "error": error,
-            },
+            reason_code=reason_code,
+            payload=payload,
         )
         try:
             await asyncio.to_thread(self.ledger.append_trace, [event])
         except SupervisorError:
-            _log.warning("could not record browser trace event", exc_info=True)
+            _log.warning("could not record %s", what, exc_info=True)
 
 
 def _error_of(result: Any) -> str | None:

@@ -10,9 +10,9 @@ import sys
 
 import click
 
+from supervisor.cli.output import echo_line
 from supervisor.cli.proposals import db_option, open_ledger
 from supervisor.ledger.verify import DEFAULT_MAX_FINDINGS, Anchor, LedgerReport
-from supervisor.services.rendering import visible_escapes
 
 
 @click.group()
@@ -44,11 +44,8 @@ def _echo_report(report: LedgerReport) -> None:
             click.echo("  the ledger holds proposals but no audit records", err=True)
         for finding in report.mismatches:
             said = f"chain {finding.chain or '-'}, row {finding.row or '-'}"
-            click.echo(
-                visible_escapes(
-                    f"  {finding.proposal_id} {finding.check}: {finding.detail} ({said})"
-                ),
-                err=True,
+            echo_line(
+                f"  {finding.proposal_id} {finding.check}: {finding.detail} ({said})", err=True
             )
     check = report.anchor
     if check is None:

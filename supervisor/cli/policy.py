@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from supervisor.cli.output import echo_line
 from supervisor.cli.proposals import db_option, open_ledger
 from supervisor.ledger.errors import PolicyInvalid
 from supervisor.ledger.policy import ApprovalPolicy, PolicyVersion
@@ -20,10 +21,8 @@ from supervisor.ledger.policy import ApprovalPolicy, PolicyVersion
 
 def _echo(text: str) -> None:
     """One human-facing line per line of ``text``, with invisible characters escaped."""
-    from supervisor.services.rendering import visible_escapes
-
     for line in text.split("\n"):
-        click.echo(visible_escapes(line))
+        echo_line(line)
 
 
 def _json(value: Any) -> None:

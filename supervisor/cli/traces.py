@@ -16,12 +16,11 @@ import click
 from supervisor.cli.output import echo_json_text, echo_line
 from supervisor.cli.proposals import db_option, ledger_url, open_ledger
 from supervisor.ledger.models import TraceEvent
+from supervisor.services.review import TRACE_SUFFIXES
 
 #: Lines of a JSONL trace checked before the review opens (one screen; a 1 GB file is not
 #: read in full up front, later lines are checked by the review as it indexes them).
 REVIEW_CHECK_LINES = 200
-#: The suffixes ``traces review`` reads as JSON lines; anything else is taken for a ledger.
-TRACE_SUFFIXES = (".jsonl", ".json", ".ndjson")
 
 
 def _line(event: TraceEvent) -> str:

@@ -39,6 +39,8 @@ FIRST_CHUNK = 200
 SUMMARY_CHARS = 160
 #: JSONL summaries kept after being read back for the screen.
 SUMMARY_CACHE = 4_096
+#: The suffixes a review reads as a JSONL trace; any other path is taken for a ledger file.
+TRACE_SUFFIXES = (".jsonl", ".json", ".ndjson")
 
 SummaryOf = Callable[["ReviewRow"], str]
 
@@ -192,7 +194,7 @@ def _ledger_url(source: str) -> str | None:
     if "://" in source:
         return source
     path = Path(source)
-    if path.suffix in (".jsonl", ".json", ".ndjson"):
+    if path.suffix in TRACE_SUFFIXES:
         return None
     if not path.is_file():
         raise FileNotFoundError(f"No ledger or trace file at {source}.")

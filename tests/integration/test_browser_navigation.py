@@ -10,7 +10,7 @@ and fail under ``CI=true``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -40,15 +40,6 @@ def navigate(url: str) -> Step:
 @pytest.fixture(scope="module")
 def chromium() -> str:
     return chromium_or_skip()
-
-
-@pytest.fixture
-def provider(sqlite_url: str) -> Iterator[SQLModelProvider]:
-    provider = SQLModelProvider(sqlite_url)
-    try:
-        yield provider
-    finally:
-        provider.close()
 
 
 def two_way_urls(allowed: int, other: int) -> list[str]:

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 
 import pytest
 from support.browser_run import (
     RUN_TIMEOUT_S,
-    Reviewer,
     Verdict,
     approve_all,
     chromium_or_skip,
@@ -36,15 +34,6 @@ pytestmark = pytest.mark.slow
 def chromium() -> str:
     """Chromium's path; skip without it locally, fail without it under CI=true."""
     return chromium_or_skip()
-
-
-@pytest.fixture
-def provider(sqlite_url: str) -> Iterator[SQLModelProvider]:
-    provider = SQLModelProvider(sqlite_url)
-    try:
-        yield provider
-    finally:
-        provider.close()
 
 
 Plan = BrowserPlan
@@ -261,20 +250,9 @@ def test_sensitive_data_reaches_the_page_and_nothing_else(
                 lambda page: {"click": {"index": element_index(page, "<button")}},
             ]
         )
-        with ScriptedModel(plan) as model, Reviewer(provider.ledger, approve_all) as reviewer:
-            result = BrowserTask(
-                f"Sign up as alice on {site.url('/')}",
-                allowed_domains=[f"127.0.0.1:{site.port}"],
-                model=model.model_name,
-                base_url=model.base_url,
-                api_key="sk-test",
-                ledger_url=provider.url,
-                chromium_path=chromium,
-                max_steps=8,
-                approval_timeout=30.0,
-                owner="browser-test",
-                sensitive_data={"pw": secret},
-            ).run(timeout=RUN_TIMEOUT_S)
+        result, reviewer, model = run_task(
+            site, provider, chromium, plan, approve_all, sensitive_data={"pw": secret}
+        )
         posts = site.seen("POST")
 
     assert result.exit_code == 0, result

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
+from support.cli import SUPERVISOR
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -6,20 +6,17 @@ Exit codes: 0 ok, 1 verification failed, 2 usage or ledger errors.
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from support.cli import SUPERVISOR
 
 from supervisor.canonical import canonical_json
 from supervisor.ledger.audit import chain_hash
 from supervisor.provider import SQLModelProvider
-
-SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import SUPERVISOR
 
 from supervisor.ledger.models import ProposalStatus, TraceEvent
 from supervisor.provider import SQLModelProvider
 
-SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
 SCHEMA_HASH = "5" * 64
 
 

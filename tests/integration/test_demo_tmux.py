@@ -2,61 +2,25 @@
 
 tmux runs on its own socket (``-L``) with a fixed size; the test reads the screen with
 ``capture-pane``, presses keys with ``send-keys`` and checks the ledger and the CRM agent's log.
-Missing tmux skips locally and fails under ``CI=true``.
+Missing tmux skips locally and fails under ``CI=true`` (tests/support/tmux.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
-import subprocess
-import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from support.tmux import Tmux, tmux_server
 
 from supervisor.ledger.models import ProposalStatus
 from supervisor.provider import SQLModelProvider
 
 pytestmark = pytest.mark.slow
-
-SUPERVISOR = str(Path(sys.executable).parent / "supervisor")
-
-
-class Tmux:
-    """One detached tmux server and session, driven by its socket name."""
-
-    def __init__(self, socket_name: str, session: str = "demo") -> None:
-        self.socket_name = socket_name
-        self.session = session
-
-    def __call__(self, *args: str) -> str:
-        completed = subprocess.run(
-            ["tmux", "-L", self.socket_name, *args],
-            capture_output=True, text=True, timeout=10, check=False,
-        )  # fmt: skip
-        return completed.stdout
-
-    def screen(self) -> str:
-        return self("capture-pane", "-p", "-t", self.session)
-
-    def keys(self, *keys: str) -> None:
-        self("send-keys", "-t", self.session, *keys)
-
-    def wait_for(self, predicate: Callable[[str], bool], limit: float, what: str) -> str:
-        deadline = time.monotonic() + limit
-        screen = ""
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if predicate(screen):
-                return screen
-            time.sleep(0.2)
-        raise AssertionError(f"{what} not seen within {limit}s; screen was:\n{screen}")
 
 
 def _kill_demo_processes(home: Path) -> None:
@@ -115,9 +79,7 @@ def _worker_rundirs(pids: list[int]) -> list[str]:
 
 
 def _start_demo(tmux: Tmux, home: Path) -> None:
-    # COLUMNS/LINES (set by pytest and others) would override the pane size in Textual.
-    command = f"env -u COLUMNS -u LINES TERM=xterm-256color {SUPERVISOR} demo --home {home}"
-    tmux("new-session", "-d", "-s", tmux.session, "-x", "160", "-y", "50", command)
+    tmux.start_supervisor(f"demo --home {home}", width=160)
 
 
 def _demo_processes(tmux: Tmux, home: Path) -> list[int]:
@@ -147,23 +109,12 @@ def _header_other_than(previous: str) -> Callable[[str], bool]:
 
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    if shutil.which("tmux") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("tmux is not installed (CI=true, so not skipping)", pytrace=False)
-        pytest.skip("tmux is not installed")
-    session = Tmux(f"supervisor-e2e-{uuid.uuid4().hex[:8]}")
-    pane_pid = ""
     try:
-        yield session
-        pane_pid = session("display-message", "-p", "-t", session.session, "#{pane_pid}").strip()
-        session.keys("q")
-        with contextlib.suppress(AssertionError):
-            session.wait_for(lambda screen: "Agent Supervisor" not in screen, 10, "the TUI closing")
+        with tmux_server(
+            "supervisor-e2e", session="demo", shown_while_open="Agent Supervisor"
+        ) as session:
+            yield session
     finally:
-        session("kill-server")
-        if pane_pid.isdigit():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pane_pid), signal.SIGKILL)
         _kill_demo_processes(tmp_path / "demo")
 
 

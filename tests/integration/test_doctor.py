@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.cli import SUPERVISOR
+from support.required import require_bwrap
 
 from sandboxes.errors import SandboxUnavailable
 from sandboxes.local import BubblewrapSandbox
@@ -18,16 +19,10 @@ from sandboxes.models import RunRequest
 from sandboxes.seccomp import DENIED
 from supervisor.provider import SQLModelProvider
 
-SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
-
 
 @pytest.fixture(autouse=True)
 def _require_bwrap() -> None:
-    if shutil.which("bwrap") is None:
-        message = "bubblewrap (bwrap) is not installed: run `bash .ci/system-deps.sh`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message} (CI=true, so not skipping)", pytrace=False)
-        pytest.skip(message)
+    require_bwrap()
 
 
 @pytest.fixture

@@ -3,31 +3,15 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from supervisor.canonical import canonical_json
-from supervisor.ledger import ArgumentsMismatch, ManualClock, ProposalStatus
+from supervisor.ledger import ArgumentsMismatch, ProposalStatus
 from supervisor.ledger.audit import GENESIS_HASH, chain_hash
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.store.engine import create_ledger_engine
-
-
-@pytest.fixture
-def engine(ledger_url: str) -> Iterator[Engine]:
-    eng = create_ledger_engine(ledger_url)
-    try:
-        yield eng
-    finally:
-        eng.dispose()
-
-
-@pytest.fixture
-def ledger(engine: Engine) -> ApprovalLedger:
-    return ApprovalLedger(engine, ManualClock())
 
 
 def _lifecycle(ledger: ApprovalLedger) -> None:

@@ -32,24 +32,9 @@ from supervisor.ledger.audit import GENESIS_HASH, chain_hash
 from supervisor.ledger.errors import InvalidAnchor
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.ledger.verify import Anchor, LedgerReport
-from supervisor.store.engine import create_ledger_engine
 
 TRANSFER = {"amount": 10, "to": "alice"}
 FORGED = {"amount": 10_000, "to": "mallory"}
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def ledger(ledger_url: str, clock: ManualClock) -> Iterator[ApprovalLedger]:
-    engine = create_ledger_engine(ledger_url)
-    try:
-        yield ApprovalLedger(engine, clock)
-    finally:
-        engine.dispose()
 
 
 @pytest.fixture

@@ -2,29 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from sqlalchemy.engine import Engine
 
 from supervisor.ledger import ApprovalAlreadyDecided, ApprovalExpired, ManualClock, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.store.engine import create_ledger_engine
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def ledger(ledger_url: str, clock: ManualClock) -> Iterator[ApprovalLedger]:
-    engine: Engine = create_ledger_engine(ledger_url)
-    try:
-        yield ApprovalLedger(engine, clock)
-    finally:
-        engine.dispose()
 
 
 def test_approved_but_expired_cannot_be_claimed(ledger: ApprovalLedger, clock: ManualClock) -> None:

@@ -6,7 +6,6 @@ import json
 import stat
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,30 +17,6 @@ from supervisor.ledger import BlobCorrupted, ManualClock, ProcessRecord, Proposa
 from supervisor.ledger.models import ToolRecord
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.store.engine import create_ledger_engine
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def engine(ledger_url: str) -> Iterator[Engine]:
-    eng = create_ledger_engine(ledger_url)
-    try:
-        yield eng
-    finally:
-        eng.dispose()
-
-
-@pytest.fixture
-def ledger(engine: Engine, clock: ManualClock) -> Iterator[ApprovalLedger]:
-    service = ApprovalLedger(engine, clock)
-    try:
-        yield service
-    finally:
-        service.close()
-
 
 # change feed ------------------------------------------------------------------------------
 

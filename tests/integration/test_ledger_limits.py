@@ -4,15 +4,12 @@ edits, and trace retention (which never drops a live proposal's evidence)."""
 from __future__ import annotations
 
 import math
-import shutil
 import subprocess
-import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy.engine import Engine
+from support.cli import SUPERVISOR
 
 from supervisor.ledger import ApproverContext, ManualClock, ProposalStatus, TraceEvent
 from supervisor.ledger.errors import (
@@ -28,24 +25,8 @@ from supervisor.provider import SQLModelProvider
 from supervisor.services.approvals import ApprovalsService
 from supervisor.services.edits import InvalidEdit, parse_edited_arguments
 from supervisor.services.identity import ApproverIdentity
-from supervisor.store.engine import create_ledger_engine
 
-SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
 DAY = 24 * 3600
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def ledger(ledger_url: str, clock: ManualClock) -> Iterator[ApprovalLedger]:
-    engine: Engine = create_ledger_engine(ledger_url)
-    try:
-        yield ApprovalLedger(engine, clock)
-    finally:
-        engine.dispose()
 
 
 def _actions(ledger: ApprovalLedger) -> list[str]:

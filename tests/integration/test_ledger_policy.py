@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from support.cli import SUPERVISOR
+from support.required import unavailable
 
 from supervisor.ledger import ApproverContext, ProposalStatus
 from supervisor.ledger.errors import (
@@ -33,7 +35,6 @@ from supervisor.ledger.policy import ApprovalPolicy
 from supervisor.provider import SQLModelProvider
 from supervisor.services.identity import ApproverIdentity
 
-SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
 AS_USER = Path(__file__).resolve().parents[1] / "support" / "as_user.py"
 ME = pwd.getpwuid(os.getuid()).pw_name
 HOST = socket.gethostname()
@@ -59,9 +60,10 @@ def _cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.Complet
 def _cli_as(user: str, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI in a process whose real and effective uid are ``user``'s."""
     if os.geteuid() != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI runs as root so it can test another OS identity", pytrace=False)
-        pytest.skip("needs root to run a process as another OS user")
+        unavailable(
+            "needs root to run a process as another OS user",
+            in_ci="CI runs as root so it can test another OS identity",
+        )
     return subprocess.run(
         [sys.executable, str(AS_USER), user, *args], capture_output=True, text=True, timeout=120
     )
@@ -314,9 +316,9 @@ def test_a_uid_chosen_in_a_user_namespace_is_not_trusted(ledger_url: str, tmp_pa
     unshare = shutil.which("unshare")
     probe = subprocess.run([unshare or "unshare", "--user", "true"], capture_output=True)
     if unshare is None or probe.returncode != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI needs util-linux unshare and user namespaces", pytrace=False)
-        pytest.skip("no user namespaces here")
+        unavailable(
+            "no user namespaces here", in_ci="CI needs util-linux unshare and user namespaces"
+        )
     other = pwd.getpwnam(OTHER)
     mapped = [unshare, "--user", f"--map-user={other.pw_uid}", f"--map-group={other.pw_gid}"]
     policy = ApprovalPolicy(forbid_self_approval=True, approvers_by_domain={"finance": [OTHER]})

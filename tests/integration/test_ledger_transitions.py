@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -31,29 +30,6 @@ from supervisor.ledger.service import ApprovalLedger
 from supervisor.store.engine import create_ledger_engine
 
 CTX = ApproverContext(os_user="alice", host="desk", pid=4242, tty="/dev/pts/3", via="tui")
-
-
-@pytest.fixture
-def engine(ledger_url: str) -> Iterator[Engine]:
-    eng = create_ledger_engine(ledger_url)
-    try:
-        yield eng
-    finally:
-        eng.dispose()
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def ledger(engine: Engine, clock: ManualClock) -> Iterator[ApprovalLedger]:
-    service = ApprovalLedger(engine, clock)
-    try:
-        yield service
-    finally:
-        service.close()
 
 
 def propose(ledger: ApprovalLedger, **overrides: object) -> Proposal:

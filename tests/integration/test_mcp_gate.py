@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,6 @@ ORDER = {"sku": "A-1", "quantity": 2}
 @pytest.fixture
 def count_file(tmp_path: Path) -> Path:
     return tmp_path / "mcp_calls.jsonl"
-
-
-@pytest.fixture
-def provider(sqlite_url: str) -> Iterator[SQLModelProvider]:
-    memory = SQLModelProvider(sqlite_url)
-    yield memory
-    memory.close()
 
 
 def _calls(count_file: Path, tool: str = "create_order") -> list[dict[str, Any]]:

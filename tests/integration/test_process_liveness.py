@@ -2,39 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-from sqlalchemy.engine import Engine
-
 from supervisor.ledger import ManualClock, ProcessRecord
 from supervisor.ledger.models import LOST_AFTER_SECONDS, PROCESS_HEARTBEAT_SECONDS
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.services.processes import ProcessesService
-from supervisor.store.engine import create_ledger_engine
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def engine(ledger_url: str) -> Iterator[Engine]:
-    eng = create_ledger_engine(ledger_url)
-    try:
-        yield eng
-    finally:
-        eng.dispose()
-
-
-@pytest.fixture
-def ledger(engine: Engine, clock: ManualClock) -> Iterator[ApprovalLedger]:
-    service = ApprovalLedger(engine, clock)
-    try:
-        yield service
-    finally:
-        service.close()
 
 
 def add(ledger: ApprovalLedger, clock: ManualClock, process_id: str, status: str) -> None:

@@ -6,10 +6,7 @@ A real scripted model server and a real SQLite ledger; the tool returns 50 MB of
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from supervisor import MemAgentBuilder, ToolResultPolicy, governed_tool
 from supervisor.provider import SQLModelProvider
@@ -29,12 +26,6 @@ def dump_warehouse() -> dict[str, Any]:
 def medium_export() -> dict[str, Any]:
     """A result above the inline cap but below the offload threshold."""
     return {"rows": "m" * 200_000}
-
-
-@pytest.fixture
-def provider(sqlite_url: str) -> Iterator[SQLModelProvider]:
-    with SQLModelProvider(sqlite_url) as opened:
-        yield opened
 
 
 def test_a_50_mb_result_is_refused_by_size_and_the_thread_runs_again(

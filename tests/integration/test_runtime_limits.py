@@ -4,20 +4,17 @@ and what the semantic cache may replay. A real loopback model server and a real 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.agents import create_customer, inventory_lookup, side_effects
+from support.cli import SUPERVISOR
 
 from supervisor import ContextPolicy, MemAgentBuilder, SQLModelProvider, Toolbox, governed_tool
 from supervisor.scripted_model import CallTools, Reply, ScriptedModel, ToolCall
 
-SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
 #: What each call over the per-turn cap after the first one is answered with.
 OVER_CAP_ANSWER = json.dumps({"error": {"code": "tool_call_limit"}})
 
@@ -31,13 +28,6 @@ def salary_report(team: str) -> dict[str, Any]:
 @pytest.fixture(autouse=True)
 def _side_effect_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SIDE_EFFECT_FILE", str(tmp_path / "side_effects.log"))
-
-
-@pytest.fixture
-def provider(sqlite_url: str) -> Iterator[SQLModelProvider]:
-    memory = SQLModelProvider(sqlite_url)
-    yield memory
-    memory.close()
 
 
 def _builder(model: ScriptedModel, provider: SQLModelProvider) -> MemAgentBuilder:

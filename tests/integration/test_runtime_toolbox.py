@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +30,6 @@ def _make_tool(index: int) -> GovernedTool[..., Any]:
 @pytest.fixture(autouse=True)
 def _side_effect_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SIDE_EFFECT_FILE", str(tmp_path / "side_effects.log"))
-
-
-@pytest.fixture
-def provider(sqlite_url: str) -> Iterator[SQLModelProvider]:
-    memory = SQLModelProvider(sqlite_url)
-    yield memory
-    memory.close()
 
 
 def _llm(model: ScriptedModel) -> dict[str, Any]:

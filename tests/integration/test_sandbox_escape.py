@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -12,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.required import require_bwrap
 
 from sandboxes.local import BubblewrapSandbox
 from sandboxes.models import Limits, RunRequest
@@ -20,11 +20,7 @@ from sandboxes.models import Limits, RunRequest
 @pytest.fixture
 def sandbox() -> BubblewrapSandbox:
     """A local sandbox; without bwrap the test skips locally and fails under CI=true."""
-    if shutil.which("bwrap") is None:
-        message = "bubblewrap (bwrap) is not installed: run `bash .ci/system-deps.sh`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message} (CI=true, so not skipping)", pytrace=False)
-        pytest.skip(message)
+    require_bwrap()
     return BubblewrapSandbox()
 
 

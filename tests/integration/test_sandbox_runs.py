@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -12,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import SUPERVISOR
+from support.required import require_bwrap
 
 import sandboxes
 from sandboxes.base import RunContext
@@ -24,16 +24,10 @@ from supervisor.canonical import args_hash
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.provider import SQLModelProvider
 
-SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
-
 
 @pytest.fixture(autouse=True)
 def _require_bwrap() -> None:
-    if shutil.which("bwrap") is None:
-        message = "bubblewrap (bwrap) is not installed: run `bash .ci/system-deps.sh`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message} (CI=true, so not skipping)", pytrace=False)
-        pytest.skip(message)
+    require_bwrap()
 
 
 @pytest.fixture

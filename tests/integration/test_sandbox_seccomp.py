@@ -3,11 +3,10 @@ while ordinary programs (threads, subprocesses, pipelines) keep working."""
 
 from __future__ import annotations
 
-import os
 import platform
-import shutil
 
 import pytest
+from support.required import require_bwrap
 
 from sandboxes import seccomp
 from sandboxes.local import BubblewrapSandbox
@@ -17,11 +16,7 @@ from sandboxes.models import RunRequest
 @pytest.fixture
 def sandbox() -> BubblewrapSandbox:
     """A local sandbox; without bwrap the test skips locally and fails under CI=true."""
-    if shutil.which("bwrap") is None:
-        message = "bubblewrap (bwrap) is not installed: run `bash .ci/system-deps.sh`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message} (CI=true, so not skipping)", pytrace=False)
-        pytest.skip(message)
+    require_bwrap()
     return BubblewrapSandbox()
 
 

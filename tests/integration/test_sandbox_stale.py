@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -21,6 +20,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from sqlmodel import SQLModel
+from support.cli import SUPERVISOR
+from support.required import require_bwrap
 
 from sandboxes.cgroup import pids_parent
 from supervisor.ledger.models import LOST_AFTER_SECONDS, ProcessRecord
@@ -28,17 +29,12 @@ from supervisor.ledger.service import ApprovalLedger
 from supervisor.provider import SQLModelProvider
 from supervisor.store.engine import create_ledger_engine
 
-SUPERVISOR = shutil.which("supervisor", path=str(Path(sys.executable).parent))
 PREFIX = "supervisor-sandbox-"
 
 
 @pytest.fixture(autouse=True)
 def _require_bwrap() -> None:
-    if shutil.which("bwrap") is None:
-        message = "bubblewrap (bwrap) is not installed: run `bash .ci/system-deps.sh`"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message} (CI=true, so not skipping)", pytrace=False)
-        pytest.skip(message)
+    require_bwrap()
 
 
 @pytest.fixture

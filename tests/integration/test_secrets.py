@@ -11,7 +11,6 @@ import io
 import json
 import logging
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Annotated, Any, ClassVar
 
@@ -33,12 +32,6 @@ from supervisor.testing import llm_config
 PASSWORD = "Pw-userinfo-7Hq2"
 QUERY_TOKEN = "qtok-Zr81Lm0Vx4"
 SERVER_LOGGERS = ("supervisor.scripted_model",)  # the endpoint's own access log
-
-
-@pytest.fixture
-def provider(sqlite_url: str) -> Iterator[SQLModelProvider]:
-    with SQLModelProvider(sqlite_url) as opened:
-        yield opened
 
 
 def _everything_exported(ledger: ApprovalLedger) -> str:

@@ -8,19 +8,15 @@ tmux runs on its own socket with a fixed size; ``capture-pane`` reads the screen
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-import signal
 import socket
 import time
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from integration.test_demo_tmux import SUPERVISOR, Tmux
+from support.tmux import Tmux, tmux_server
 
 from supervisor.ledger.models import ProcessRecord
 from supervisor.provider import SQLModelProvider
@@ -36,23 +32,10 @@ COMMANDS = {
 
 @pytest.fixture
 def tmux() -> Iterator[Tmux]:
-    if shutil.which("tmux") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("tmux is not installed (CI=true, so not skipping)", pytrace=False)
-        pytest.skip("tmux is not installed")
-    session = Tmux(f"supervisor-markup-{uuid.uuid4().hex[:8]}", session="tui")
-    pane_pid = ""
-    try:
+    with tmux_server(
+        "supervisor-markup", session="tui", shown_while_open="Approval inbox"
+    ) as session:
         yield session
-        pane_pid = session("display-message", "-p", "-t", session.session, "#{pane_pid}").strip()
-        session.keys("q")
-        with contextlib.suppress(AssertionError):
-            session.wait_for(lambda screen: "Approval inbox" not in screen, 10, "the TUI closing")
-    finally:
-        session("kill-server")
-        if pane_pid.isdigit():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pane_pid), signal.SIGKILL)
 
 
 def _seed(ledger: Path) -> str:
@@ -74,8 +57,7 @@ def test_markup_in_process_commands_is_shown_literally_in_a_real_terminal(
     tmux: Tmux, tmp_path: Path
 ) -> None:
     url = _seed(tmp_path / "ledger.db")
-    command = f"env -u COLUMNS -u LINES TERM=xterm-256color {SUPERVISOR} --db {url}"
-    tmux("new-session", "-d", "-s", tmux.session, "-x", "200", "-y", "50", command)
+    tmux.start_supervisor(f"--db {url}", width=200)
     # remain-on-exit keeps a crashed app's pane (and its exit status) readable.
     tmux("set-option", "-t", tmux.session, "remain-on-exit", "on")
     screen = tmux.wait_for(

@@ -6,11 +6,8 @@ each proposal through the ledger, as a human in the TUI would.
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Callable, Sequence
-
-import pytest
+from collections.abc import Callable, Mapping, Sequence
 
 from sandboxes.browser import BrowserPolicy, BrowserRunResult, BrowserTask
 from sandboxes.browser.config import ChromiumNotFound, find_chromium
@@ -19,6 +16,7 @@ from supervisor.ledger.service import ApprovalLedger
 from supervisor.provider import SQLModelProvider
 from supervisor.scripted_model import ScriptedModel
 from support.browser_site import BrowserPlan, BrowserSite
+from support.required import unavailable
 
 Verdict = tuple[str, str]  # ("approve" | "reject" | "wait-approve", reason)
 RUN_TIMEOUT_S = 90.0
@@ -29,9 +27,7 @@ def chromium_or_skip() -> str:
     try:
         return find_chromium()
     except ChromiumNotFound as exc:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{exc} (CI=true, so not skipping)", pytrace=False)
-        pytest.skip(str(exc))
+        unavailable(str(exc))
 
 
 class Reviewer:
@@ -89,6 +85,7 @@ def run_task(
     allowed_domains: Sequence[str] | None = None,
     policy: BrowserPolicy | None = None,
     max_steps: int = 8,
+    sensitive_data: Mapping[str, str] | None = None,
 ) -> tuple[BrowserRunResult, Reviewer, ScriptedModel]:
     """Run one worker to its end against ``site`` (allowed: its host and port by default)."""
     with ScriptedModel(plan) as model, Reviewer(provider.ledger, decide) as reviewer:
@@ -106,6 +103,7 @@ def run_task(
             max_steps=max_steps,
             approval_timeout=30.0,
             owner="browser-test",
+            sensitive_data=sensitive_data,
         )
         result = task.run(timeout=RUN_TIMEOUT_S)
     return result, reviewer, model

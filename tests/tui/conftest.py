@@ -1,23 +1,13 @@
-"""Fixtures for the supervisor UI tests: a real SQLite ledger in tmp_path and a fixed identity."""
+"""Fixtures for the supervisor UI tests: a fixed identity and fast settings (the SQLite ledger
+is the `provider` of tests/conftest.py)."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from supervisor.ledger.models import ApproverContext
-from supervisor.provider import SQLModelProvider
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.settings import SupervisorSettings
-
-
-@pytest.fixture
-def provider(tmp_path: Path) -> Iterator[SQLModelProvider]:
-    """A fresh SQLite ledger file."""
-    with SQLModelProvider(f"sqlite:///{tmp_path / 'ledger.db'}") as opened:
-        yield opened
 
 
 @pytest.fixture

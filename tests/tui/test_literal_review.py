@@ -7,7 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from textual.widgets import Select, Static
-from tui_helpers import FIXED_NOW, HOSTILE, drawn_text, expect_drawn, wait_for
+from tui_helpers import FIXED_NOW, HOSTILE, drawn_text, expect_drawn, toast_text, wait_for
 
 from screens.app import make_app
 from screens.blob_screen import BlobScreen
@@ -38,11 +38,6 @@ def _review(app: object) -> ReviewScreen:
     screen = getattr(app, "screen", None)
     assert isinstance(screen, ReviewScreen)
     return screen
-
-
-def _toast_text(app: object) -> str:
-    screen = getattr(app, "screen")  # noqa: B009 - the screen the toasts are on
-    return "\n".join(drawn_text(toast) for toast in screen.query("Toast"))
 
 
 async def test_review_of_a_jsonl_trace_shows_its_names_literally(tmp_path: Path) -> None:
@@ -91,13 +86,13 @@ async def test_a_malformed_jsonl_line_is_reported_literally_and_the_app_keeps_ru
         screen = _review(app)
         status = screen.query_one("#review-status", Static)
         await wait_for(pilot, lambda: "cannot read" in drawn_text(status))
-        await wait_for(pilot, lambda: "Review failed" in _toast_text(app))
+        await wait_for(pilot, lambda: "Review failed" in toast_text(app))
         await pilot.pause(0.2)
         assert app.is_running
         await expect_drawn(pilot, status, [f"cannot read {trace}: {trace}:2"])
         for toast in screen.query("Toast"):
             await expect_drawn(pilot, toast, [])
-        words = " ".join(_toast_text(app).replace("\u258c", " ").split())  # unwrapped
+        words = " ".join(toast_text(app).replace("\u258c", " ").split())  # unwrapped
         assert "input_value=b'not json [/] [bold]x[/bold]" in words, words
 
 

@@ -20,7 +20,9 @@ from tui_helpers import (
     HOSTILE,
     drawn_text,
     expect_drawn,
+    main_screen,
     propose,
+    toast_text,
     wait_for,
 )
 
@@ -41,17 +43,6 @@ from supervisor.services.rendering import visible_escapes
 from supervisor.services.settings import SupervisorSettings
 
 SIZE = (240, 60)
-
-
-def _main(app: object) -> MainScreen:
-    screen = getattr(app, "screen", None)
-    assert isinstance(screen, MainScreen)
-    return screen
-
-
-def _toast_text(app: object) -> str:
-    screen = getattr(app, "screen")  # noqa: B009 - the screen the toasts are on
-    return "\n".join(drawn_text(toast) for toast in screen.query("Toast"))
 
 
 async def test_process_commands_and_agent_ids_with_markup_are_drawn_literally(
@@ -108,7 +99,7 @@ async def test_inbox_detail_and_history_show_names_reasons_and_ids_literally(
         propose(provider.ledger, f"tool{text}", owner=f"o{text}", thread_id=f"t{text}")
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         inbox = screen.query_one(InboxList)
         await wait_for(pilot, lambda: inbox.row_count == len(HOSTILE))
         await pilot.pause(0.2)
@@ -143,21 +134,21 @@ async def test_toasts_show_tool_names_agents_and_approvers_literally(
     first = propose(provider.ledger, "watched", owner="agent", arguments={"n": 0})
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         await wait_for(pilot, lambda: screen.guard is not None)
         # A new proposal arriving while the TUI runs: "New proposal" toast with its names.
         propose(provider.ledger, "[/]x[link=https://evil]y", owner="[@click=app.quit]z[/]")
-        await wait_for(pilot, lambda: "New proposal" in _toast_text(app))
+        await wait_for(pilot, lambda: "New proposal" in toast_text(app))
         # Another approver won the race: the conflict toast names them.
         screen.approvals.stop()  # this supervisor has not seen the decision yet
         provider.ledger.approve(first.proposal_id, "[bold]bob[/bold]\x1b[2J", via="cli")
         await pilot.press("a")
-        await wait_for(pilot, lambda: "approve failed" in _toast_text(app))
+        await wait_for(pilot, lambda: "approve failed" in toast_text(app))
         await pilot.pause(0.1)
         assert app.is_running
         for toast in app.screen.query("Toast"):
             await expect_drawn(pilot, toast, [])
-        toasts = _toast_text(app)
+        toasts = toast_text(app)
         assert "[/]x[link=https://evil]y from [@click=app.quit]z[/]" in toasts, toasts
         assert visible_escapes("Already approved by [bold]bob[/bold]\x1b[2J at") in toasts, toasts
 
@@ -171,7 +162,7 @@ async def test_dialogs_show_the_tool_name_literally(
     )  # fmt: skip
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         await wait_for(pilot, lambda: screen.guard is not None)
         await pilot.press("a")  # high-risk domain: a second confirmation
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))

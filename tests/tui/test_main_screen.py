@@ -6,10 +6,9 @@ from dataclasses import replace
 from time import monotonic
 
 from textual import events
-from tui_helpers import propose, record_notifications, wait_for
+from tui_helpers import main_screen, propose, record_notifications, wait_for
 
 from screens.app import SupervisorApp, make_app
-from screens.main_screen import MainScreen
 from screens.widgets.detail.detail_pane import DetailPane
 from screens.widgets.inbox.inbox_pane import InboxPane
 from supervisor.ledger.models import ProposalStatus
@@ -20,19 +19,13 @@ from supervisor.services.settings import SupervisorSettings
 SIZE = (150, 45)
 
 
-def _main(app: object) -> MainScreen:
-    screen = getattr(app, "screen", None)
-    assert isinstance(screen, MainScreen)
-    return screen
-
-
 async def test_approve_changes_the_ledger_with_tui_identity(
     provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
 ) -> None:
     proposal = propose(provider.ledger)
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         await wait_for(pilot, lambda: screen.guard is not None)
         await pilot.press("enter")  # Enter never approves
         await pilot.pause(0.2)
@@ -59,7 +52,7 @@ async def test_guard_blocks_approval_until_every_argument_line_was_drawn(
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         await wait_for(pilot, lambda: screen.selected is not None)
         await pilot.pause(0.3)
         assert screen.guard is None
@@ -103,7 +96,7 @@ async def test_a_key_that_arrived_before_the_proposal_was_shown_decides_nothing(
     app = make_app(settled, ledger=provider.ledger, identity=identity)
     notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         await wait_for(pilot, lambda: screen.shown_at is not None)
         assert screen.guard is not None and screen.guard.proposal_id == first.proposal_id
         assert screen.shown_at is not None
@@ -144,7 +137,7 @@ async def test_reject_asks_for_a_reason(
     proposal = propose(provider.ledger)
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         await wait_for(pilot, lambda: screen.selected is not None)
         await pilot.press("r")
         await pilot.pause(0.1)
@@ -167,7 +160,7 @@ async def test_edit_creates_a_superseding_proposal(
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         await wait_for(pilot, lambda: screen.guard is not None)
         await pilot.press("e")
         await pilot.pause(0.2)
@@ -192,7 +185,7 @@ async def test_edit_refuses_invalid_json(
     proposal = propose(provider.ledger)
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         await wait_for(pilot, lambda: screen.guard is not None)
         await pilot.press("e")
         await pilot.pause(0.2)
@@ -211,7 +204,7 @@ async def test_conflict_names_the_winner(
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         await wait_for(pilot, lambda: screen.guard is not None)
         screen.approvals.stop()  # freeze the inbox so this supervisor has not seen the decision
         provider.ledger.approve(proposal.proposal_id, "alice@elsewhere", "looks fine", via="cli")
@@ -227,7 +220,7 @@ async def test_high_risk_domain_needs_a_second_confirmation(
     proposal = propose(provider.ledger, tool="refund", domains=["payments"])
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         await wait_for(pilot, lambda: screen.guard is not None)
         await pilot.press("a")
         await pilot.pause(0.2)
@@ -250,7 +243,7 @@ async def test_batch_approves_identical_proposals_once(
     other = propose(provider.ledger, arguments={"name": "Grace", "tier": "gold"})
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         await wait_for(pilot, lambda: screen.guard is not None)
         await pilot.press("b")
         await pilot.pause(0.2)
@@ -271,7 +264,7 @@ async def test_filter_narrows_the_inbox_and_new_proposals_arrive_live(
     propose(provider.ledger, tool="inventory_adjust", owner="stock-agent", domains=["inventory"])
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         inbox = screen.query_one(InboxPane)
         await wait_for(pilot, lambda: len(inbox.visible_ids()) == 2)
         await pilot.press("slash", *"stock")
@@ -295,7 +288,7 @@ async def test_keys_typed_faster_than_the_screen_draws_go_where_the_user_sent_th
     propose(provider.ledger, tool="inventory_adjust", owner="stock-agent", domains=["inventory"])
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         inbox = screen.query_one(InboxPane)
         await wait_for(pilot, lambda: len(inbox.visible_ids()) == 2 and screen.guard is not None)
         # "d" then PageDown in one burst: PageDown scrolls the detail pane, not the inbox.
@@ -319,7 +312,7 @@ async def test_cancel_and_extend(
     proposal = propose(provider.ledger)
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE) as pilot:
-        screen = _main(app)
+        screen = main_screen(app)
         await wait_for(pilot, lambda: screen.selected is not None)
         await pilot.press("x")
         await wait_for(

@@ -15,6 +15,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from screens.app import SupervisorApp
+from screens.main_screen import MainScreen
 from supervisor.ledger.models import Proposal, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.services.rendering import visible_escapes
@@ -89,6 +90,19 @@ HOSTILE = (
     "\x1b[2J\x1b]0;pwned\x07",
     "pay\u202egnp.exe",
 )
+
+
+def main_screen(app: object) -> MainScreen:
+    """The app's current screen, which must be the main screen."""
+    screen = getattr(app, "screen", None)
+    assert isinstance(screen, MainScreen)
+    return screen
+
+
+def toast_text(app: object) -> str:
+    """What every toast on the app's current screen draws, one toast after another."""
+    screen = getattr(app, "screen")  # noqa: B009 - the screen the toasts are on
+    return "\n".join(drawn_text(toast) for toast in screen.query("Toast"))
 
 
 def drawn(widget: Widget, height: int | None = None) -> list[Strip]:
