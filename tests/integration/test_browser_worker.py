@@ -8,6 +8,7 @@ these tests skip locally and fail under ``CI=true``.
 from __future__ import annotations
 
 import os
+import re
 import time
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
@@ -315,5 +316,6 @@ def test_sensitive_data_in_a_loaded_url_stays_out_of_the_trace_and_the_model(
     assert "Q7x" not in stored
     # The model saw the page's URL with the placeholder, never the value in any form.
     seen = [canonical_json(request.body) for request in model.requests]
-    assert any("?q=<secret>pw</secret>" in body for body in seen[2:])
+    tab = re.compile(r"Tab \w+: " + re.escape(site.url("/?q=<secret>pw</secret>")) + " ")
+    assert any(tab.search(body) for body in seen)  # the tab list, as browser-use shows it
     assert not any("Q7x" in body for body in seen)
