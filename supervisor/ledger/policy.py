@@ -58,6 +58,26 @@ def _problem_in_name(name: object, what: str) -> str | None:
     return None
 
 
+def _domain_problem(domain: object) -> str | None:
+    """Why ``domain`` cannot be a policy domain key, or ``None`` when it can.
+
+    A key is compared for equality with the domains of proposals, which are tool domains; a
+    key no tool domain can equal (``Finance``, ``finance*``, ``crm:``) would leave the domain
+    it was meant for open, so it is refused.
+    """
+    problem = _problem_in_name(domain, "a domain")
+    if problem is not None:
+        return problem
+    from supervisor.tools.policy import TOOL_DOMAIN_RULE, is_tool_domain
+
+    if not is_tool_domain(domain):
+        return (
+            f"domain {domain!r} can never match a tool's domain (tool domains are "
+            f"{TOOL_DOMAIN_RULE}; keys are compared exactly, with no patterns)"
+        )
+    return None
+
+
 def _identity_problem(name: object) -> str | None:
     problem = _problem_in_name(name, "an approver identity")
     if problem is None and isinstance(name, str) and "#" in name:
@@ -72,7 +92,8 @@ def _normalised(
     """The allowlists as frozensets, after checking every field.
 
     Raises:
-        PolicyInvalid: A flag is not a bool, or a domain or identity is not a clean name.
+        PolicyInvalid: A flag is not a bool, a domain is not a name a tool domain can have,
+            or an identity is not a clean name.
     """
     if not isinstance(forbid_self_approval, bool):
         raise PolicyInvalid("forbid_self_approval must be true or false", source=source)
@@ -80,7 +101,7 @@ def _normalised(
         raise PolicyInvalid("approvers_by_domain must map domains to lists", source=source)
     normalised: dict[str, frozenset[str]] = {}
     for domain, approvers in approvers_by_domain.items():
-        problem = _problem_in_name(domain, "a domain")
+        problem = _domain_problem(domain)
         if problem is None and (
             isinstance(approvers, str | bytes) or not isinstance(approvers, Collection)
         ):
@@ -107,10 +128,12 @@ class ApprovalPolicy:
             ``user@host``, compared case-insensitively) may not approve it.
         approvers_by_domain: For each listed domain, the only identities (``user`` matches that
             OS user on any host, ``user@host`` only on that host) allowed; an empty list allows
-            nobody. Domains not listed are open to every approver.
+            nobody. Domains not listed are open to every approver. Keys are tool domains
+            (``supervisor.tools.policy.TOOL_DOMAIN_RULE``), compared exactly.
 
     Raises:
-        PolicyInvalid: A flag is not a bool, or a domain or identity is not a clean name.
+        PolicyInvalid: A flag is not a bool, a domain key is not one a tool domain can be, or
+            an identity is not a clean name.
     """
 
     forbid_self_approval: bool = False
