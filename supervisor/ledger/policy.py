@@ -18,6 +18,7 @@ anything that changes a decision bumps ``format``. Rules match the
 
 from __future__ import annotations
 
+import json
 import tomllib
 import unicodedata
 from collections.abc import Collection, Mapping
@@ -285,12 +286,53 @@ NO_POLICY = ApprovalPolicy()
 """What a ledger with no stored policy enforces: every approver may approve everything."""
 
 
+POLICY_SUBJECT = "policy"
+"""The audit subject of policy changes."""
+POLICY_APPLY = "policy_apply"
+"""The audit action that applies a policy version."""
+
+
 class StoredPolicy(NamedTuple):
     """The policy version in force exactly as stored: what the decision path checks."""
 
     version: int
     document_hash: str
     document_json: str
+
+
+class PolicyInForce(NamedTuple):
+    """What a granting decision reads about the policy, inside its own write transaction.
+
+    The highest ``policy_version`` row and the payload of the newest ``policy_apply`` audit
+    record. A row is only a cache of that record: any process that can write the ledger can
+    insert or rewrite rows, so the two must name the same version and document hash.
+    """
+
+    stored: StoredPolicy | None
+    record_json: str | None
+
+    def audit_problem(self) -> str | None:
+        """Why the row in force is not the one the newest ``policy_apply`` record applied, or
+        ``None`` when it is (or when there is neither)."""
+        stored, record_json = self.stored, self.record_json
+        if stored is None:
+            if record_json is None:
+                return None
+            return "the audit chain applied a policy but the ledger has no policy row"
+        if record_json is None:
+            return "no policy_apply audit record applied this version"
+        try:
+            payload = json.loads(record_json)
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict):
+            return "the newest policy_apply audit record cannot be read"
+        audited = payload.get("version")
+        if audited != stored.version:
+            return f"the newest policy_apply audit record applied v{audited}, not this version"
+        if payload.get("document_hash") != stored.document_hash:
+            return "the document is not the one its policy_apply audit record applied"
+        return None
 
 
 class PolicyVersion(BaseModel):
