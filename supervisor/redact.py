@@ -5,7 +5,10 @@ Two passes, in this order:
 1. **Known values** (exact): secrets this process knows — the configured API key, credentials
    of a ``base_url``, arguments a tool marks secret, a browser task's ``sensitive_data`` — and
    the values of environment variables whose names say KEY, TOKEN, SECRET or PASSWORD. A known
-   value is replaced wherever it appears, whatever its shape.
+   value is replaced wherever it appears, whatever its shape, and so are the usual encodings
+   of it (:func:`encoded_forms`: Python ``repr``/``ascii`` bodies, JSON string bodies, URL
+   percent-encodings as Python and as the WHATWG URL Standard (Chromium) write them, base64).
+   The forms are computed once per set of values, not per text.
 2. **Patterns** (best effort): API keys and bearer tokens by shape, private key (PEM) blocks,
    credential headers (``Authorization:``, ``Cookie:``, ``X-Api-Key:``...), ``name=value``
    assignments whose name says key/token/secret/password, credential query parameters,
@@ -17,13 +20,19 @@ Two passes, in this order:
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, quote_plus
+
+if TYPE_CHECKING:
+    from supervisor.ledger.models import TraceEvent
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_CHARS = 4
@@ -153,12 +162,141 @@ def _usable(values: Iterable[str | None]) -> list[str]:
     return [value for value in values if value and len(value) >= MIN_SECRET_CHARS]
 
 
-def replace_values(text: str, values: Iterable[str]) -> str:
-    """``text`` with every occurrence of each value (longest first) replaced."""
-    for value in sorted(_usable(values), key=len, reverse=True):
-        if value in text:
-            text = text.replace(value, REDACTED)
+# Printable ASCII each WHATWG percent-encode set encodes (C0 controls, DEL and non-ASCII always).
+_WHATWG_QUERY = ' "#<>'
+_WHATWG_SETS = {
+    "fragment": ' "<>`',
+    "query": _WHATWG_QUERY,
+    "special-query": _WHATWG_QUERY + "'",
+    "path": _WHATWG_QUERY + "?^`{}",
+    "userinfo": _WHATWG_QUERY + "?^`{}/:;=@[\\]|",
+    "component": _WHATWG_QUERY + "?^`{}/:;=@[\\]|$%&+,",
+}
+_FORM_URLENCODED = _WHATWG_SETS["component"] + "!'()~"
+
+
+def _percent_encoded(value: str, encoded: str, *, space_as_plus: bool = False) -> str:
+    """``value`` percent-encoded (UTF-8, upper-case hex) as a WHATWG encode set does it."""
+    pieces: list[str] = []
+    for char in value:
+        if char == " " and space_as_plus:
+            pieces.append("+")
+        elif " " <= char <= "~" and char not in encoded:
+            pieces.append(char)
+        else:
+            pieces.append("".join(f"%{byte:02X}" for byte in char.encode("utf-8")))
+    return "".join(pieces)
+
+
+def _python_escaped(value: str, *, escape_single_quote: bool, ascii_only: bool) -> str:
+    """The body of ``repr(value)`` (or ``ascii(value)``) between its quotes.
+
+    ``repr`` escapes ``'`` only when it chose single quotes, which depends on the text around
+    a value when the value is part of a larger string: both bodies are forms of it.
+    """
+    escape = ascii if ascii_only else repr
+    pieces: list[str] = []
+    for char in value:
+        if char == "'":
+            pieces.append("\\'" if escape_single_quote else "'")
+        elif char == '"':
+            pieces.append('"')
+        else:
+            pieces.append(escape(char)[1:-1])
+    return "".join(pieces)
+
+
+def _base64_forms(raw: bytes) -> list[str]:
+    """Base64 (standard and URL-safe) of ``raw``: the whole padded encoding, and the
+    characters that depend on ``raw`` alone when it starts at each of the three byte offsets
+    of a larger encoded buffer."""
+    forms: list[str] = []
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        forms.append(encode(raw).decode("ascii"))
+        for shift in range(3):
+            text = encode(bytes(shift) + raw).decode("ascii")
+            first_bit, end_bit = 8 * shift, 8 * (shift + len(raw))
+            forms.append(text[-(-first_bit // 6) : end_bit // 6])
+    return forms
+
+
+def encoded_forms(value: str) -> frozenset[str]:
+    """``value`` and the usual encodings of it, as they would appear inside other text.
+
+    The raw value; the bodies of its Python ``repr`` and ``ascii`` (either quote style); its
+    JSON string body (``ensure_ascii`` on and off); its percent-encodings by
+    ``urllib.parse.quote`` (``safe=''`` and the default ``'/'``) and ``quote_plus``, and by
+    the WHATWG URL Standard's path (``\\`` read as ``/``, as in an http(s) URL), query,
+    special-query, fragment, userinfo and component sets and
+    ``application/x-www-form-urlencoded`` (how Chromium writes a value into a URL it loads, or
+    a form it submits); its UTF-8 bytes in base64, standard and URL-safe, at every
+    alignment. Forms shorter than :data:`MIN_SECRET_CHARS` are left out.
+    """
+    forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    for escape_single_quote in (True, False):
+        for ascii_only in (True, False):
+            forms.add(
+                _python_escaped(
+                    value, escape_single_quote=escape_single_quote, ascii_only=ascii_only
+                )
+            )
+    try:
+        raw = value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no URL or base64 form exists
+        raw = None
+    if raw is not None:
+        forms.update((quote(value, safe=""), quote(value), quote_plus(value)))
+        forms.update(_percent_encoded(value, encoded) for encoded in _WHATWG_SETS.values())
+        if "\\" in value:  # the path of an http(s) URL reads a backslash as a slash
+            forms.add(_percent_encoded(value.replace("\\", "/"), _WHATWG_SETS["path"]))
+        forms.add(_percent_encoded(value, _FORM_URLENCODED, space_as_plus=True))
+        forms.update(_base64_forms(raw))
+    return frozenset(form for form in forms if len(form) >= MIN_SECRET_CHARS)
+
+
+@lru_cache(maxsize=64)
+def _forms_of(values: frozenset[str]) -> tuple[str, ...]:
+    """Every encoded form of ``values``, longest first (so no shorter form splits a longer)."""
+    forms: set[str] = set()
+    for value in values:
+        forms |= encoded_forms(value)
+    return tuple(sorted(forms, key=lambda form: (-len(form), form)))
+
+
+def _replace_forms(text: str, forms: tuple[str, ...]) -> str:
+    # A substring scan per form (C speed) beats one regex alternation of the same forms on
+    # trace-sized text; see docs/tools.md for the measured cost.
+    for form in forms:
+        if form in text:
+            text = text.replace(form, REDACTED)
     return text
+
+
+def replace_values(text: str, values: Iterable[str]) -> str:
+    """``text`` with every occurrence of each value, and of each of its encoded forms
+    (:func:`encoded_forms`), replaced (longest form first)."""
+    return _replace_forms(text, _forms_of(frozenset(_usable(values))))
+
+
+def text_redactor(
+    *, environ: Mapping[str, str] | None = None, known: Iterable[str] = ()
+) -> Callable[[str], str]:
+    """The function :func:`redact` applies, with its known values gathered once.
+
+    Args:
+        environ: Environment to take secret values from (default: ``os.environ``, read now).
+        known: Secret values the caller knows (replaced with their encodings).
+
+    Returns:
+        A function from text to redacted text: known values first, then patterns.
+    """
+    values = [*known, *_secret_env_values(os.environ if environ is None else environ)]
+    forms = _forms_of(frozenset(_usable(values)))
+
+    def redact_text(text: str) -> str:
+        return redact_patterns(_replace_forms(text, forms))
+
+    return redact_text
 
 
 def redact(
@@ -169,68 +307,95 @@ def redact(
     Args:
         text: Text about to reach a trace, a log or a read-only view.
         environ: Environment to take secret values from (default: ``os.environ``).
-        known: Secret values this caller knows (replaced exactly, whatever their shape).
+        known: Secret values this caller knows (replaced exactly, whatever their shape, and in
+            their usual encodings).
 
     Returns:
         The text with every known value and every pattern match replaced.
     """
-    values = [*known, *_secret_env_values(os.environ if environ is None else environ)]
-    return redact_patterns(replace_values(text, values))
+    return text_redactor(environ=environ, known=known)(text)
 
 
-def redact_data(value: Any, *, environ: Mapping[str, str] | None = None) -> Any:
-    """JSON data with :func:`redact` applied to every string (keys kept), at every depth."""
+def redact_json(value: Any, redact_text: Callable[[str], str]) -> Any:
+    """JSON data with ``redact_text`` applied to every string at every depth, object keys
+    included (a key can hold a secret as well as a value can)."""
     if isinstance(value, str):
-        return redact(value, environ=environ)
+        return redact_text(value)
     if isinstance(value, dict):
-        return {key: redact_data(item, environ=environ) for key, item in value.items()}
+        return {
+            redact_text(str(key)): redact_json(item, redact_text) for key, item in value.items()
+        }
     if isinstance(value, list | tuple):
-        return [redact_data(item, environ=environ) for item in value]
+        return [redact_json(item, redact_text) for item in value]
     return value
 
 
+def redact_data(value: Any, *, environ: Mapping[str, str] | None = None) -> Any:
+    """JSON data with :func:`redact` applied to every string, keys included, at every depth."""
+    return redact_json(value, text_redactor(environ=environ))
+
+
+def redact_event(event: TraceEvent, redact_text: Callable[[str], str]) -> TraceEvent:
+    """``event`` with ``redact_text`` applied to every string it holds: each string field
+    (agent, thread and run ids, kind, tool, outcome status, reason code, blob reference) and
+    the payload's keys and values at every depth.
+
+    The one walk of a trace event: the ledger applies it with its known secrets when an event
+    is written, the exports and ``traces tail`` with the pattern pass when one is read.
+    """
+    update: dict[str, Any] = {}
+    for name in type(event).model_fields:
+        value = getattr(event, name)
+        if isinstance(value, str | dict | list):
+            redacted = redact_json(value, redact_text)
+            if redacted != value:
+                update[name] = redacted
+    return event.model_copy(update=update) if update else event
+
+
 class KnownSecrets:
-    """Secret values known to one process, replaced exactly wherever they appear.
+    """Secret values known to one process, replaced (with their encodings) wherever they appear.
 
     The ledger keeps one (``ApprovalLedger.trace_secrets``): every trace event it writes passes
-    through it, whoever wrote the event. Values only accumulate; adding is thread-safe.
+    through it, whoever wrote the event. Values only accumulate; adding is thread-safe. The
+    encoded forms (:func:`encoded_forms`) are computed when values are added, once.
     """
 
     def __init__(self, values: Iterable[str | None] = ()) -> None:
         self._lock = threading.Lock()
-        self._values: tuple[str, ...] = ()
+        self._state: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
         self.add(*values)
 
     def add(self, *values: str | None) -> None:
         """Remember ``values`` (``None``, empty and very short values are ignored)."""
-        fresh = [value for value in _usable(values) if value not in self._values]
+        fresh = [value for value in _usable(values) if value not in self._state[0]]
         if fresh:
             with self._lock:
-                merged = set(self._values) | set(fresh)
-                self._values = tuple(sorted(merged, key=len, reverse=True))
+                merged = frozenset(self._state[0]) | frozenset(fresh)
+                known = tuple(sorted(merged, key=len, reverse=True))
+                self._state = (known, _forms_of(merged))
 
     @property
     def values(self) -> tuple[str, ...]:
         """The known values, longest first."""
-        return self._values
+        return self._state[0]
 
     def __bool__(self) -> bool:
-        return bool(self._values)
+        return bool(self._state[0])
 
     def redact_text(self, text: str) -> str:
-        """``text`` with every known value replaced (longest first, as `replace_values`)."""
-        return replace_values(text, self._values)
+        """``text`` with every known value and encoded form replaced (longest first)."""
+        return _replace_forms(text, self._state[1])
 
     def redact_data(self, value: Any) -> Any:
         """JSON data with every known value replaced in its strings (keys included)."""
-        if not self._values:
+        if not self._state[0]:
             return value
-        if isinstance(value, str):
-            return self.redact_text(value)
-        if isinstance(value, dict):
-            return {
-                self.redact_text(str(key)): self.redact_data(item) for key, item in value.items()
-            }
-        if isinstance(value, list | tuple):
-            return [self.redact_data(item) for item in value]
-        return value
+        return redact_json(value, self.redact_text)
+
+    def redact_event(self, event: TraceEvent) -> TraceEvent:
+        """``event`` with every known value replaced in every string it holds
+        (:func:`redact_event`)."""
+        if not self._state[0]:
+            return event
+        return redact_event(event, self.redact_text)

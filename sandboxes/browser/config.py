@@ -123,7 +123,9 @@ class BrowserWorkerConfig(BaseModel):
         chromium_path: Chromium to launch; ``None`` finds it.
         headless: Run without a window.
         max_steps: Most agent steps.
-        approval_timeout: Seconds to wait for a decision (also the proposals' TTL).
+        approval_timeout: The proposals' TTL, in seconds: how long the worker waits for a
+            decision, or until the proposal's extended expiry when an operator extends it (at
+            most 24 times this, 7 days; see `sandboxes.browser.gate.longest_approval_wait`).
         result_path: Where the worker writes its JSON result.
         sensitive_data: browser-use's ``sensitive_data``; in memory only (never serialised: it
             reaches the worker through :data:`SENSITIVE_DATA_ENV`).

@@ -23,9 +23,8 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from browser_use import Tools
@@ -38,6 +37,7 @@ from sandboxes.browser.targets import ResolvedAction, resolve_action
 from supervisor.errors import SupervisorError
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import ExecutorIdentity, Proposal, ProposalStatus, TraceEvent
+from supervisor.ledger.retention import ExtendLimits
 from supervisor.ledger.service import ApprovalLedger
 
 _log = logging.getLogger(__name__)
@@ -46,6 +46,12 @@ _WAIT_SLICE_S = 1.0
 _NOTHING_LOADED = frozenset({"", CHROMIUM_ERROR_PAGE})
 LEFT_ALLOWLIST = "navigation_left_allowlist"
 """Code of the denial that stops a worker whose browser loaded a page off the allowlist."""
+
+
+def longest_approval_wait(approval_timeout: float) -> float:
+    """Seconds the gate waits at most on one proposal proposed with ``approval_timeout``:
+    the longest lifetime ``extend`` gives it under the default :class:`ExtendLimits`."""
+    return ExtendLimits().max_lifetime(approval_timeout)
 
 
 class ApprovalGate:
@@ -57,9 +63,14 @@ class ApprovalGate:
         worker_id: This worker's id (process id in the ledger, ``browser`` in targets).
         owner: Agent id the proposals are filed under.
         thread_id: Thread the proposals are filed under.
-        approval_timeout: Seconds to wait for a decision; also the proposals' TTL.
+        approval_timeout: The proposals' TTL: how long the worker waits for a decision unless
+            an operator extends the proposal (then it waits until the extended expiry, up to
+            :attr:`longest_wait`).
 
     Attributes:
+        longest_wait: The longest the gate waits on one proposal, extensions included:
+            the lifetime the ledger's default ``ExtendLimits`` allow for ``approval_timeout``
+            (24 times it, at most 7 days). The worker's step timeout is set past it.
         denial: Set when the gate stopped the worker (a load off the allowlist).
         on_denied: Called once when ``denial`` is set; the worker stops its agent with it.
     """
@@ -80,6 +91,7 @@ class ApprovalGate:
         self.owner = owner
         self.thread_id = thread_id
         self.approval_timeout = approval_timeout
+        self.longest_wait = longest_approval_wait(approval_timeout)
         self.mask_key = secrets.token_bytes(32)
         self.executor = ExecutorIdentity.current(worker_id)
         self.pending: set[str] = set()
@@ -247,15 +259,21 @@ class ApprovalGate:
         return await asyncio.to_thread(file)
 
     async def _wait(self, proposal: Proposal) -> Proposal:
-        """Wait for a decision through the ledger's change feed; cancel it on timeout."""
-        deadline = time.monotonic() + self.approval_timeout
+        """Wait for a decision through the ledger's change feed; cancel it when time is up.
+
+        Time is up at the proposal's expiry as the ledger has it *now*, re-read with every
+        decision poll, so an operator's ``extend`` keeps the worker waiting; and in any case
+        at :attr:`longest_wait` after the proposal was filed.
+        """
         cursor = await asyncio.to_thread(self.ledger.head)
+        latest = proposal.created_at + timedelta(seconds=self.longest_wait)
         while True:
             current = await asyncio.to_thread(self.ledger.get, proposal.proposal_id)
             if current.status is not ProposalStatus.PENDING:
                 return current  # approved, rejected, cancelled, expired or superseded
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or current.expires_at <= datetime.now(UTC):
+            ends = min(current.expires_at, latest)
+            remaining = (ends - self.ledger.clock.now()).total_seconds()
+            if remaining <= 0:
                 break
             records = await asyncio.to_thread(
                 self.ledger.wait_for_change, cursor, min(_WAIT_SLICE_S, remaining)

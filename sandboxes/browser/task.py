@@ -115,8 +115,9 @@ class BrowserTask:
         provider: Alternatively a ``SQLModelProvider`` whose URL is used.
         sensitive_data: browser-use's ``sensitive_data`` (placeholder -> value, or domain ->
             {placeholder: value}): the model sees only the placeholders. Passed by environment
-            only (never in the config file), and every value is redacted from the worker's
-            trace events and result.
+            only (never in the config file), and every value (raw or in its usual encodings,
+            percent-encoded in a loaded URL included) is redacted from the worker's trace
+            events and result.
         worker_options: Other `BrowserWorkerConfig` fields (``max_steps``, ``approval_timeout``,
             ``owner``, ``thread_id``, ``chromium_path``, ``worker_id``, ...).
     """

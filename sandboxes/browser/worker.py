@@ -44,6 +44,7 @@ from sandboxes.browser.config import (
     sensitive_values,
 )
 from sandboxes.browser.policy import BrowserPolicy
+from sandboxes.browser.sensitive import hide_encoded_values
 from supervisor.ledger.models import ProcessRecord
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.redact import KnownSecrets
@@ -135,7 +136,7 @@ def _build_agent(config: BrowserWorkerConfig, gate: ApprovalGate, workdir: Path)
         generate_gif=False,
         max_failures=3,
         llm_timeout=120,
-        step_timeout=int(config.approval_timeout) + 120,
+        step_timeout=int(gate.longest_wait) + 120,  # a step may wait out an extended approval
         file_system_path=str(workdir / "files"),
         enable_signal_handler=False,
         sensitive_data=dict(config.sensitive_data) or None,
@@ -147,6 +148,7 @@ async def run_agent(
 ) -> BrowserRunResult:
     """Run the gated agent to completion (or ``max_steps``) and summarise its history."""
     agent = _build_agent(config, gate, workdir)
+    hide_encoded_values(agent, config.sensitive_data)  # percent-encoded in a URL, say
     gate.on_denied = agent.stop  # checked before every step and model call
     try:
         history = await agent.run(max_steps=config.max_steps)

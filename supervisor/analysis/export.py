@@ -20,21 +20,23 @@ the terminal and still parses to the same events.
 Both formats pass every event through :func:`redacted_event` first: known secret values were
 replaced when the event was written (see ``ApprovalLedger.trace_secrets``); here the pattern
 pass of :mod:`supervisor.redact` and this process's secret environment values run again over
-its reason code and payload strings, for events written by any process. Pattern redaction is
-best effort (docs/results.md, "Guarantees and limits").
+every string the event holds (ids, kind, tool, outcome status, reason code, blob reference,
+payload keys and values: :func:`supervisor.redact.redact_event`, the same walk as at write
+time), for events written by any process. ``supervisor traces tail`` prints events through the
+same function. Pattern redaction is best effort (docs/tools.md, "Secrets in traces").
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import IO, Any
 
 from supervisor import __version__
 from supervisor.analysis.analyzer import USABLE
 from supervisor.ledger.models import TraceEvent
-from supervisor.redact import redact, redact_data
+from supervisor.redact import redact_event, text_redactor
 from supervisor.services.rendering import dumps_visible, visible_json
 
 SPAN_KIND_INTERNAL = 1
@@ -42,22 +44,26 @@ SPAN_KIND_CLIENT = 3
 STATUS_UNSET, STATUS_OK, STATUS_ERROR = 0, 1, 2
 
 
-def redacted_event(event: TraceEvent) -> TraceEvent:
-    """``event`` with secrets redacted from its reason code and payload strings."""
-    reason = event.reason_code
-    return event.model_copy(
-        update={
-            "reason_code": redact(reason) if reason else reason,
-            "payload": redact_data(event.payload),
-        }
-    )
+def redacted_event(
+    event: TraceEvent, redact_text: Callable[[str], str] | None = None
+) -> TraceEvent:
+    """``event`` with secrets redacted from every string it holds, payload keys included.
+
+    Args:
+        event: A trace event as read from a ledger or a trace file.
+        redact_text: The text pass to apply; by default :func:`supervisor.redact.text_redactor`
+            (patterns and this process's secret environment values, gathered now). Callers
+            redacting many events pass one, so the environment is read once.
+    """
+    return redact_event(event, redact_text or text_redactor())
 
 
 def export_jsonl(events: Iterable[TraceEvent], out: IO[str]) -> int:
     """Write one JSON object per event (redacted); returns how many were written."""
+    redact_text = text_redactor()
     written = 0
     for event in events:
-        out.write(visible_json(redacted_event(event).model_dump_json()) + "\n")
+        out.write(visible_json(redacted_event(event, redact_text).model_dump_json()) + "\n")
         written += 1
     return written
 
@@ -220,9 +226,11 @@ def _trace_spans(key: str, events: list[TraceEvent]) -> list[dict[str, Any]]:
 
 def otlp_document(events: Iterable[TraceEvent]) -> dict[str, Any]:
     """The OTLP/JSON ``ExportTraceServiceRequest`` for ``events`` (see the module docstring)."""
+    redact_text = text_redactor()
     grouped: dict[str, list[TraceEvent]] = {}
     for event in events:
-        grouped.setdefault(_trace_key(event), []).append(redacted_event(event))
+        redacted = redacted_event(event, redact_text)  # before grouping: ids are redacted too
+        grouped.setdefault(_trace_key(redacted), []).append(redacted)
     spans: list[dict[str, Any]] = []
     for key, group in grouped.items():
         spans.extend(_trace_spans(key, group))

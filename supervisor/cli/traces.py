@@ -51,6 +51,8 @@ def traces() -> None:
 def tail(lines: int, follow: bool, agent_id: str | None, as_json: bool, db_url: str | None) -> None:
     """Print the newest trace events (and follow with -f)."""
     with open_ledger(db_url, read_only=True) as ledger:
+        from supervisor.analysis.export import redacted_event
+        from supervisor.redact import text_redactor
         from supervisor.services.settings import SupervisorSettings
         from supervisor.services.traces import TracesService
 
@@ -60,13 +62,15 @@ def tail(lines: int, follow: bool, agent_id: str | None, as_json: bool, db_url: 
             if batch is None or len(batch.events) < 2000:
                 break
         shown = service.events() if lines else []
+        redact_text = text_redactor()
         while True:
             for event in shown:
                 if agent_id is None or event.agent_id == agent_id:
+                    redacted = redacted_event(event, redact_text)  # as exports are
                     if as_json:
-                        echo_json_text(event.model_dump_json())
+                        echo_json_text(redacted.model_dump_json())
                     else:
-                        echo_line(_line(event))
+                        echo_line(_line(redacted))
             if not follow:
                 return
             while (batch := service.poll()) is None:

@@ -24,7 +24,14 @@ from supervisor.ledger.errors import (
 )
 from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.models import ApproverContext, Execution, Proposal, ProposalStatus, Via
-from supervisor.ledger.policy import NO_POLICY, ApprovalPolicy, PolicyVersion, StoredPolicy
+from supervisor.ledger.policy import (
+    NO_POLICY,
+    POLICY_APPLY,
+    POLICY_SUBJECT,
+    ApprovalPolicy,
+    PolicyInForce,
+    PolicyVersion,
+)
 from supervisor.store.migrate import ensure_schema
 from supervisor.store.repository import LedgerTx, Repository
 
@@ -76,7 +83,7 @@ class LedgerBase:
             self.repository = Repository(engine_or_repository)
         self.clock: Clock = clock or SystemClock()
         self.default_ttl_seconds = default_ttl_seconds
-        self._parsed_policy: tuple[StoredPolicy, ApprovalPolicy] | None = None
+        self._parsed_policy: tuple[PolicyInForce, ApprovalPolicy] | None = None
         if policy is not None:
             self._bind_policy(policy)
 
@@ -130,7 +137,7 @@ class LedgerBase:
         identity = str(who)
         number = (previous.version if previous else 0) + 1
         record = tx.append_audit(
-            at=now, actor=identity, action="policy_apply", subject="policy",
+            at=now, actor=identity, action=POLICY_APPLY, subject=POLICY_SUBJECT,
             payload={
                 "version": number, "document_hash": policy.document_hash,
                 "document": policy.to_document(),
@@ -150,16 +157,29 @@ class LedgerBase:
         """The stored policy in force and its version (``NO_POLICY``, 0 when none is stored).
 
         Raises:
-            PolicyInvalid: The stored document does not match its hash or cannot be read; no
-                authority is granted under a policy that cannot be read.
+            PolicyInvalid: The stored document does not match its hash or cannot be read, or
+                the row in force is not the version the newest ``policy_apply`` audit record
+                applied (a row written outside the ledger, or a deleted one); no authority is
+                granted under a policy the ledger cannot vouch for.
         """
-        stored = tx.policy_in_force()
-        if stored is None:
+        in_force = tx.policy_in_force()
+        stored = in_force.stored
+        if stored is None and in_force.record_json is None:
             return NO_POLICY, 0
         cached = self._parsed_policy
-        if cached is not None and cached[0] == stored:
+        if cached is not None and cached[0] == in_force and stored is not None:
             return cached[1], stored.version
-        source = f"stored policy v{stored.version}"
+        source = f"stored policy v{stored.version}" if stored else "stored policy"
+        unaudited = in_force.audit_problem()
+        if unaudited is not None:
+            raise PolicyInvalid(
+                unaudited,
+                source=source,
+                hint="The policy table was written outside the supervisor: check `supervisor "
+                "audit verify`, then re-apply the intended policy with `supervisor policy "
+                "apply FILE`.",
+            )
+        assert stored is not None  # audit_problem() names a missing row
         if sha256_hex(stored.document_json.encode()) != stored.document_hash:
             raise PolicyInvalid(
                 "the document does not match its hash",
@@ -172,7 +192,7 @@ class LedgerBase:
         except ValueError:
             raise PolicyInvalid("the document is not JSON", source=source) from None
         policy = ApprovalPolicy.from_document(document, source=source)
-        self._parsed_policy = (stored, policy)
+        self._parsed_policy = (in_force, policy)
         return policy, stored.version
 
     def _check_grant(
@@ -258,7 +278,11 @@ class LedgerBase:
             "identity": str(identity),
         }
         if policy_version is not None:
-            payload["policy_version"] = policy_version
+            # What the policy check saw: the trail refuses a grant checked against domains or a
+            # user other than the proposed ones (a row rewritten to pass the policy).
+            payload.update(
+                policy_version=policy_version, domains=list(proposal.domains), user=proposal.user
+            )
         return payload
 
     @staticmethod
@@ -293,7 +317,15 @@ class LedgerBase:
         return changed == 1
 
     @staticmethod
-    def _audit_proposed(tx: LedgerTx, proposal: Proposal, now: datetime) -> None:
+    def _audit_proposed(
+        tx: LedgerTx, proposal: Proposal, now: datetime, *, original_ttl_seconds: float
+    ) -> None:
+        """The propose record: it binds every field the claim and ``verify`` check.
+
+        Args:
+            original_ttl_seconds: The TTL of the first proposal of the supersede chain (the
+                proposal's own for a new one, inherited by edits): the extend cap's basis.
+        """
         tx.append_audit(
             at=now,
             actor=proposal.owner or "agent",
@@ -307,7 +339,10 @@ class LedgerBase:
                 "owner": proposal.owner,
                 "user": proposal.user,
                 "thread_id": proposal.thread_id,
+                "domains": list(proposal.domains),
+                "risk": proposal.risk,
                 "expires_at": proposal.expires_at.isoformat(),
+                "original_ttl_seconds": original_ttl_seconds,
                 "supersedes_id": proposal.supersedes_id,
             },
         )

@@ -347,6 +347,22 @@ class ExtensionNotPositive(InvalidExtension):
         )
 
 
+class ExtensionTooSmall(InvalidExtension):
+    """The extension is below the smallest step (1 ms): it would not move the expiry."""
+
+    code = "extension_too_small"
+
+    def __init__(self, proposal_id: str, *, seconds: float, minimum: float) -> None:
+        super().__init__(
+            proposal_id,
+            f"Cannot extend proposal {proposal_id} by {seconds!r} seconds: an extension must be "
+            f"at least {minimum:g} seconds to move the expiry.",
+            hint=f"Give at least {minimum:g} seconds.",
+            seconds=seconds,
+            minimum=minimum,
+        )
+
+
 class ExtensionBeyondLimit(InvalidExtension):
     """The extension would push the proposal's lifetime past the ledger's extend limit."""
 

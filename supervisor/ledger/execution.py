@@ -70,9 +70,10 @@ class ExecutionMixin(LedgerBase):
         The args hash is recomputed from the stored tool, schema hash, arguments and target and
         must equal both the stored hash and ``expected_args_hash`` (the hash of what the caller
         is about to run). The row must also be what the audit chain explains: a propose record
-        with that hash, an approve of it as the latest decision, the proposed (or audited
-        extended) expiry and no earlier claim, read in the same transaction. A refused claim is
-        audited (``claim_refused``).
+        with that hash and the row's owner, user, thread, domains, risk, target and supersede
+        link, an approve of it (checked against the proposed domains and user) as the latest
+        decision, the proposed (or audited extended) expiry and no earlier claim, read in the
+        same transaction. A refused claim is audited (``claim_refused``).
 
         Args:
             proposal_id: The approved proposal.

@@ -129,10 +129,13 @@ class FeedMixin(LedgerBase):
     ) -> LedgerReport:
         """Recompute the audit hash chain and replay it against every proposal and execution.
 
-        Reads the chain and the rows in one snapshot. Reports every row whose status, args
-        hash, arguments, expiry, approver or claims the chain does not explain (a ledger that
-        holds proposals but no audit records fails), and, with ``anchor``, fails unless the
-        chain still holds that hash (at that seq, if given).
+        Reads the chain and the rows in one snapshot. Reports every proposal row whose status,
+        args hash, arguments, expiry, approver, supersede links, owner, user, thread, domains,
+        risk, target or claims the chain does not explain, every execution row whose state,
+        args hash, executor, outcome status or result reference it does not explain, every
+        policy version its ``policy_apply`` records do not explain (a ledger that holds
+        proposals but no audit records fails), and, with ``anchor``, fails unless the chain
+        still holds that hash (at that seq, if given).
 
         Args:
             anchor: A head kept outside the ledger (:meth:`chain_head`), as ``HASH``,
@@ -148,8 +151,9 @@ class FeedMixin(LedgerBase):
         parsed = Anchor.parse(anchor) if isinstance(anchor, str) else anchor
         with self.repository.read(snapshot=True) as tx:
             return verify_ledger(
-                _iter_audit(tx), _iter_rows(tx), anchor=parsed, max_findings=max_findings
-            )
+                _iter_audit(tx), _iter_rows(tx), policy_rows=tx.policy_rows(), anchor=parsed,
+                max_findings=max_findings,
+            )  # fmt: skip
 
     def purge(
         self,

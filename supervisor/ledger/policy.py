@@ -18,6 +18,7 @@ anything that changes a decision bumps ``format``. Rules match the
 
 from __future__ import annotations
 
+import json
 import tomllib
 import unicodedata
 from collections.abc import Collection, Mapping
@@ -58,6 +59,26 @@ def _problem_in_name(name: object, what: str) -> str | None:
     return None
 
 
+def _domain_problem(domain: object) -> str | None:
+    """Why ``domain`` cannot be a policy domain key, or ``None`` when it can.
+
+    A key is compared for equality with the domains of proposals, which are tool domains; a
+    key no tool domain can equal (``Finance``, ``finance*``, ``crm:``) would leave the domain
+    it was meant for open, so it is refused.
+    """
+    problem = _problem_in_name(domain, "a domain")
+    if problem is not None:
+        return problem
+    from supervisor.tools.policy import TOOL_DOMAIN_RULE, is_tool_domain
+
+    if not is_tool_domain(domain):
+        return (
+            f"domain {domain!r} can never match a tool's domain (tool domains are "
+            f"{TOOL_DOMAIN_RULE}; keys are compared exactly, with no patterns)"
+        )
+    return None
+
+
 def _identity_problem(name: object) -> str | None:
     problem = _problem_in_name(name, "an approver identity")
     if problem is None and isinstance(name, str) and "#" in name:
@@ -72,7 +93,8 @@ def _normalised(
     """The allowlists as frozensets, after checking every field.
 
     Raises:
-        PolicyInvalid: A flag is not a bool, or a domain or identity is not a clean name.
+        PolicyInvalid: A flag is not a bool, a domain is not a name a tool domain can have,
+            or an identity is not a clean name.
     """
     if not isinstance(forbid_self_approval, bool):
         raise PolicyInvalid("forbid_self_approval must be true or false", source=source)
@@ -80,7 +102,7 @@ def _normalised(
         raise PolicyInvalid("approvers_by_domain must map domains to lists", source=source)
     normalised: dict[str, frozenset[str]] = {}
     for domain, approvers in approvers_by_domain.items():
-        problem = _problem_in_name(domain, "a domain")
+        problem = _domain_problem(domain)
         if problem is None and (
             isinstance(approvers, str | bytes) or not isinstance(approvers, Collection)
         ):
@@ -107,10 +129,12 @@ class ApprovalPolicy:
             ``user@host``, compared case-insensitively) may not approve it.
         approvers_by_domain: For each listed domain, the only identities (``user`` matches that
             OS user on any host, ``user@host`` only on that host) allowed; an empty list allows
-            nobody. Domains not listed are open to every approver.
+            nobody. Domains not listed are open to every approver. Keys are tool domains
+            (``supervisor.tools.policy.TOOL_DOMAIN_RULE``), compared exactly.
 
     Raises:
-        PolicyInvalid: A flag is not a bool, or a domain or identity is not a clean name.
+        PolicyInvalid: A flag is not a bool, a domain key is not one a tool domain can be, or
+            an identity is not a clean name.
     """
 
     forbid_self_approval: bool = False
@@ -262,12 +286,53 @@ NO_POLICY = ApprovalPolicy()
 """What a ledger with no stored policy enforces: every approver may approve everything."""
 
 
+POLICY_SUBJECT = "policy"
+"""The audit subject of policy changes."""
+POLICY_APPLY = "policy_apply"
+"""The audit action that applies a policy version."""
+
+
 class StoredPolicy(NamedTuple):
     """The policy version in force exactly as stored: what the decision path checks."""
 
     version: int
     document_hash: str
     document_json: str
+
+
+class PolicyInForce(NamedTuple):
+    """What a granting decision reads about the policy, inside its own write transaction.
+
+    The highest ``policy_version`` row and the payload of the newest ``policy_apply`` audit
+    record. A row is only a cache of that record: any process that can write the ledger can
+    insert or rewrite rows, so the two must name the same version and document hash.
+    """
+
+    stored: StoredPolicy | None
+    record_json: str | None
+
+    def audit_problem(self) -> str | None:
+        """Why the row in force is not the one the newest ``policy_apply`` record applied, or
+        ``None`` when it is (or when there is neither)."""
+        stored, record_json = self.stored, self.record_json
+        if stored is None:
+            if record_json is None:
+                return None
+            return "the audit chain applied a policy but the ledger has no policy row"
+        if record_json is None:
+            return "no policy_apply audit record applied this version"
+        try:
+            payload = json.loads(record_json)
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict):
+            return "the newest policy_apply audit record cannot be read"
+        audited = payload.get("version")
+        if audited != stored.version:
+            return f"the newest policy_apply audit record applied v{audited}, not this version"
+        if payload.get("document_hash") != stored.document_hash:
+            return "the document is not the one its policy_apply audit record applied"
+        return None
 
 
 class PolicyVersion(BaseModel):

@@ -152,17 +152,11 @@ class RecordsServiceMixin(LedgerBase):
         self._trace_secrets = secrets
 
     def redact_trace_event(self, event: TraceEvent) -> TraceEvent:
-        """``event`` with every known secret value replaced in its reason code and payload."""
+        """``event`` with every known secret value (and its encodings) replaced in every string
+        it holds: ids, kind, tool, outcome status, reason code, blob reference, payload keys
+        and values (:func:`supervisor.redact.redact_event`)."""
         secrets = self._trace_secrets
-        if not secrets:
-            return event
-        reason = event.reason_code
-        return event.model_copy(
-            update={
-                "reason_code": secrets.redact_text(reason) if reason else reason,
-                "payload": secrets.redact_data(event.payload),
-            }
-        )
+        return secrets.redact_event(event) if secrets else event
 
     def append_trace(self, events: Iterable[TraceEvent]) -> int:
         """Append trace events in one transaction; returns how many were written.

@@ -44,9 +44,10 @@ class TraceRetention(BaseModel):
 class ExtendLimits(BaseModel):
     """How far ``extend`` may push a proposal's expiry.
 
-    A proposal's lifetime (expiry minus creation) may grow to ``max_factor`` times the TTL it
-    was proposed with, and never past ``max_lifetime_seconds``; a lifetime can always reach the
-    original TTL itself. With the defaults a 60-second approval can live 24 minutes, an
+    A proposal's lifetime (expiry minus creation) may grow to ``max_factor`` times the
+    original TTL (the TTL the first proposal of its supersede chain was proposed with, so an
+    edit does not reset it), and never past ``max_lifetime_seconds``; a lifetime can always
+    reach the original TTL itself. With the defaults a 60-second approval can live 24 minutes, an
     hour-long one a day, and none longer than 7 days.
 
     Attributes:

@@ -138,7 +138,7 @@ class ApprovalLedger(
         )
         with self.repository.write() as tx:
             tx.insert_proposal(proposal)
-            self._audit_proposed(tx, proposal, now)
+            self._audit_proposed(tx, proposal, now, original_ttl_seconds=float(ttl))
         return proposal
 
     def get(self, proposal_id: str) -> Proposal:

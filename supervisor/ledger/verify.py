@@ -5,8 +5,9 @@
 explain, and optionally checks that an externally kept anchor (a seq and its hash) is still in
 the chain. The report is bounded (a count and the first findings) and JSON-able.
 
-Records whose subject is not a proposal (retention, policy changes) do not touch any trail; a
-``purge`` record removes the trails of the proposals it names.
+Records whose subject is not a proposal do not touch any trail; a ``purge`` record removes the
+trails of the proposals it names, and ``policy_apply`` records are replayed against the
+``policy_version`` rows (``supervisor.ledger.policy_audit``).
 """
 
 from __future__ import annotations
@@ -21,13 +22,23 @@ from supervisor.canonical import args_hash as compute_args_hash
 from supervisor.ledger.audit import GENESIS_HASH, verify_chain
 from supervisor.ledger.errors import InvalidAnchor
 from supervisor.ledger.models import AuditRecord, AuditReport, Execution, Proposal
-from supervisor.ledger.trail import PROPOSAL_ACTIONS, Trail
+from supervisor.ledger.policy_audit import PolicyReplay, PolicyRow
+from supervisor.ledger.trail import (
+    PROPOSAL_ACTIONS,
+    BoundField,
+    ExecutedField,
+    Trail,
+    execution_fields,
+    field_disagreements,
+)
 
 DEFAULT_MAX_FINDINGS = 20
 
 Check = Literal[
     "audit", "chain", "row", "status", "args_hash", "arguments", "expires_at", "approver",
-    "superseded_by", "claims", "execution",
+    "superseded_by", "claims", "execution", "policy",
+    BoundField,  # the fields the propose record binds
+    ExecutedField,  # the fields the claim / complete / fail records bind
 ]  # fmt: skip
 
 
@@ -36,9 +47,10 @@ class _Frozen(BaseModel):
 
 
 class RowFinding(_Frozen):
-    """One thing about a proposal row that its audit records do not explain."""
+    """One thing about a proposal row (or a policy row) that its audit records do not explain."""
 
     proposal_id: str
+    """The proposal, or ``policy vN`` for a ``policy`` finding about policy version N."""
     check: Check
     chain: str | None = None
     """What the audit chain says (``None``: it says nothing)."""
@@ -105,6 +117,7 @@ class LedgerReport(AuditReport):
     chain_ok: bool = True
     head: ChainHead = ChainHead(seq=0, hash=GENESIS_HASH)
     proposals_checked: int = 0
+    policy_versions_checked: int = 0
     mismatch_count: int = 0
     mismatches: tuple[RowFinding, ...] = ()
     """The first ``max_findings`` findings, in proposal-id order (then chain-only proposals)."""
@@ -150,7 +163,7 @@ def row_findings(
         ("approver", trail.approver_id, proposal.approver_id),
         ("superseded_by", trail.superseded_by_id, proposal.superseded_by_id),
     ]
-    for check, chain_says, row_says in expected:
+    for check, chain_says, row_says in [*expected, *field_disagreements(trail, proposal)]:
         if chain_says != row_says:
             yield _found(
                 pid, check, chain_says, row_says, f"the row's {check} is not the audited one"
@@ -183,6 +196,16 @@ def _execution_findings(
             pid, "execution", trail.claimed_args_hash, execution.args_hash,
             "the execution's args hash is not the claimed one",
         )  # fmt: skip
+    stored = execution_fields(execution)
+    for check, audited in trail.executed.items():
+        if audited != stored[check]:
+            yield _found(
+                pid,
+                check,
+                audited,
+                stored[check],
+                f"the execution's {check} is not the audited one",
+            )
 
 
 class _Findings:
@@ -206,6 +229,7 @@ class _ChainReplay:
 
     def __init__(self, anchor: Anchor | None) -> None:
         self.trails: dict[str, Trail] = {}
+        self.policy = PolicyReplay()
         self.anchor = anchor
         genesis = anchor is not None and anchor.hash == GENESIS_HASH and anchor.seq in (None, 0)
         self.anchor_seq: int | None = 0 if genesis else None
@@ -225,6 +249,7 @@ class _ChainReplay:
                 self.anchor_seq = record.seq
             elif record.seq == anchor.seq:
                 self.anchor_hash_at_seq = record.hash
+        self.policy.add(record)
         if record.action == "purge":
             ids = record.payload.get("proposal_ids")
             for proposal_id in ids if isinstance(ids, list) else ():
@@ -264,6 +289,7 @@ def verify_ledger(
     audit: Iterable[AuditRecord],
     rows: Iterable[tuple[Proposal, Execution | None]],
     *,
+    policy_rows: Iterable[PolicyRow] = (),
     anchor: Anchor | None = None,
     max_findings: int = DEFAULT_MAX_FINDINGS,
 ) -> LedgerReport:
@@ -272,6 +298,7 @@ def verify_ledger(
     Args:
         audit: Every audit record, ascending seq from 1 (read in the same snapshot as ``rows``).
         rows: Every proposal with its execution, in any order.
+        policy_rows: Every ``policy_version`` row (same snapshot), in any order.
         anchor: A head recorded outside the ledger; the chain must still hold it.
         max_findings: How many findings the report lists (all are counted).
 
@@ -296,6 +323,10 @@ def verify_ledger(
             trail.proposal_id, "row", trail.status.value if trail.status else None, None,
             trail.problem or "the audit chain records this proposal but its row is gone",
         )])  # fmt: skip
+    for item in replayed.policy.findings(policy_rows):
+        subject = f"policy v{item.version}" if item.version is not None else "policy"
+        findings.extend([_found(subject, "policy", item.chain, item.row,
+                                f"{item.field}: {item.detail}")])  # fmt: skip
     anchor_check = replayed.anchor_check(chain)
     ok = chain.ok and findings.count == 0 and (anchor_check is None or anchor_check.ok)
     reason = chain.reason
@@ -308,5 +339,6 @@ def verify_ledger(
     return LedgerReport(
         ok=ok, checked=chain.checked, first_broken_seq=chain.first_broken_seq, reason=reason,
         chain_ok=chain.ok, head=replayed.head, proposals_checked=checked,
-        mismatch_count=findings.count, mismatches=tuple(findings.kept), anchor=anchor_check,
+        policy_versions_checked=replayed.policy.rows_checked, mismatch_count=findings.count,
+        mismatches=tuple(findings.kept), anchor=anchor_check,
     )  # fmt: skip

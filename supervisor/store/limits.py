@@ -1,4 +1,4 @@
-"""Repository queries behind the ledger's limits: trace retention and the extend cap.
+"""Repository queries behind the ledger's trace retention.
 
 Mixed into :class:`supervisor.store.repository.LedgerTx` through ``RecordsMixin``. Pruning works
 on the primary key only (no index on ``at`` is needed): trace ids ascend with time, so the age
@@ -7,7 +7,6 @@ limit becomes an id found by bisection, a handful of indexed lookups on any tabl
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -15,7 +14,7 @@ from sqlmodel import Session, SQLModel, col, select
 
 from supervisor.ledger.clock import as_utc
 from supervisor.ledger.models import ProposalStatus
-from supervisor.store.tables import AuditRow, ProposalRow, TraceEventRow
+from supervisor.store.tables import ProposalRow, TraceEventRow
 
 _TRACE = SQLModel.metadata.tables[TraceEventRow.__tablename__]
 _PROPOSAL = SQLModel.metadata.tables[ProposalRow.__tablename__]
@@ -24,27 +23,10 @@ LIVE_STATUSES = tuple(status.value for status in ProposalStatus if not status.te
 
 
 class LimitsMixin:
-    """Trace pruning and the original expiry of a proposal."""
+    """Trace pruning."""
 
     session: Session
     dialect: str
-
-    def proposed_expiry(self, proposal_id: str) -> datetime | None:
-        """The expiry a proposal was proposed with, from its ``propose`` audit record."""
-        query = (
-            select(AuditRow.payload_json)
-            .where(AuditRow.subject == proposal_id, AuditRow.action == "propose")
-            .order_by(col(AuditRow.seq))
-            .limit(1)
-        )
-        payload_json = self.session.exec(query).first()
-        if payload_json is None:
-            return None
-        try:
-            value = json.loads(payload_json).get("expires_at")
-            return as_utc(datetime.fromisoformat(value)) if isinstance(value, str) else None
-        except (ValueError, AttributeError):
-            return None
 
     def _trace_row_at_or_after(self, event_id: int) -> tuple[int, datetime] | None:
         query = (

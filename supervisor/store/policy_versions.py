@@ -12,17 +12,20 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlmodel import SQLModel
 
-from supervisor.ledger.policy import PolicyVersion, StoredPolicy
+from supervisor.ledger.policy import (
+    POLICY_APPLY,
+    POLICY_SUBJECT,
+    PolicyInForce,
+    PolicyVersion,
+    StoredPolicy,
+)
+from supervisor.ledger.policy_audit import PolicyRow
 from supervisor.store.convert import policy_version_from_row, policy_version_to_values
-from supervisor.store.tables import PolicyVersionRow
+from supervisor.store.tables import AuditRow, PolicyVersionRow
 
 _POLICY = SQLModel.metadata.tables[PolicyVersionRow.__tablename__]
+_AUDIT = SQLModel.metadata.tables[AuditRow.__tablename__]
 _LATEST_POLICY = sa.select(_POLICY).order_by(_POLICY.c.version.desc()).limit(1)
-_IN_FORCE = (
-    sa.select(_POLICY.c.version, _POLICY.c.document_hash, _POLICY.c.document_json)
-    .order_by(_POLICY.c.version.desc())
-    .limit(1)
-)
 _NOT_READ = object()
 
 
@@ -36,10 +39,28 @@ POLICY_IN_FORCE_COLUMNS = (
     _in_force(_POLICY.c.version, "policy_version"),
     _in_force(_POLICY.c.document_hash, "policy_hash"),
     _in_force(_POLICY.c.document_json, "policy_json"),
+    # The newest policy_apply record: a backward range scan of ix_audit_subject (subject, seq).
+    sa.select(_AUDIT.c.payload_json)
+    .where(_AUDIT.c.subject == POLICY_SUBJECT, _AUDIT.c.action == POLICY_APPLY)
+    .order_by(_AUDIT.c.seq.desc())
+    .limit(1)
+    .scalar_subquery()
+    .label("policy_record"),
 )
-"""Scalar subqueries a write's first read adds so a decision needs no extra round trip."""
+"""Scalar subqueries a write's first read adds so a decision needs no extra round trip: the
+highest policy version and the payload of the newest audit record that applied one."""
+_IN_FORCE = sa.select(*POLICY_IN_FORCE_COLUMNS)
 _ALL_POLICIES = sa.select(_POLICY).order_by(_POLICY.c.version)
 _INSERT_POLICY = sa.insert(_POLICY)
+
+
+def _policy_in_force(row: sa.Row[Any]) -> PolicyInForce:
+    stored = (
+        StoredPolicy(row.policy_version, row.policy_hash, row.policy_json)
+        if row.policy_version is not None
+        else None
+    )
+    return PolicyInForce(stored, row.policy_record)
 
 
 class PolicyVersionsMixin:
@@ -50,31 +71,32 @@ class PolicyVersionsMixin:
 
     def _keep_policy_in_force(self, row: sa.Row[Any]) -> None:
         """Remember the policy read by a statement with :data:`POLICY_IN_FORCE_COLUMNS`."""
-        self._policy_read = (
-            StoredPolicy(row.policy_version, row.policy_hash, row.policy_json)
-            if row.policy_version is not None
-            else None
-        )
+        self._policy_read = _policy_in_force(row)
 
     def latest_policy_version(self) -> PolicyVersion | None:
         """The policy version in force (the highest), or ``None`` if none was ever stored."""
         row = self.connection.execute(_LATEST_POLICY).first()
         return policy_version_from_row(row) if row else None
 
-    def policy_in_force(self) -> StoredPolicy | None:
-        """The version in force as stored (number, hash, document text), for the decision path.
+    def policy_in_force(self) -> PolicyInForce:
+        """The version in force as stored (number, hash, document text) and the newest
+        ``policy_apply`` record, for the decision path (one statement).
 
         Cheaper than :meth:`latest_policy_version` (no model is built), and it gives the exact
         stored text so its hash can be checked byte for byte.
         """
         if self._policy_read is not _NOT_READ:  # read in this transaction already
-            return cast(StoredPolicy | None, self._policy_read)
-        row = self.connection.execute(_IN_FORCE).first()
-        return StoredPolicy(row.version, row.document_hash, row.document_json) if row else None
+            return cast(PolicyInForce, self._policy_read)
+        return _policy_in_force(self.connection.execute(_IN_FORCE).one())
 
     def policy_versions(self) -> list[PolicyVersion]:
         """Every stored version, oldest first."""
         return [policy_version_from_row(row) for row in self.connection.execute(_ALL_POLICIES)]
+
+    def policy_rows(self) -> list[PolicyRow]:
+        """Every stored version exactly as stored (the document as text), oldest first."""
+        rows = self.connection.execute(_ALL_POLICIES)
+        return [PolicyRow(*(getattr(row, name) for name in PolicyRow._fields)) for row in rows]
 
     def insert_policy_version(self, version: PolicyVersion) -> None:
         """Store a new version (its number must be the next one; the primary key enforces it)."""

@@ -274,7 +274,12 @@ def _finish(tool: AnyTool, returned: Any, latency_ms: float) -> ToolCallResult:
 
 
 def secret_argument_values(tool: AnyTool, prepared: PreparedCall) -> list[str]:
-    """The values of the call's arguments the tool marks ``Secret`` (as text)."""
+    """The values of the call's arguments the tool marks ``Secret``, as text.
+
+    A string is itself; any other value gives its JSON and ``str`` forms and every string
+    value inside it (a credentials object's password can be printed alone). The redactor
+    covers the usual encodings of each (:func:`supervisor.redact.encoded_forms`).
+    """
     names = tool.signature.secret_parameters
     if not names:
         return []
@@ -283,10 +288,28 @@ def secret_argument_values(tool: AnyTool, prepared: PreparedCall) -> list[str]:
         value = prepared.validated.__dict__.get(name)
         if value is None:
             continue
-        values.append(value if isinstance(value, str) else json.dumps(value, default=str))
-        if not isinstance(value, str | bool):
+        if isinstance(value, str):
+            values.append(value)
+            continue
+        values.append(json.dumps(value, default=str))
+        if not isinstance(value, bool):
             values.append(str(value))
+            try:
+                values.extend(_strings_in(to_json_value(value)))
+            except NotSerializable:
+                pass  # its JSON and str forms above still cover it
     return values
+
+
+def _strings_in(value: Any) -> list[str]:
+    """Every string value inside JSON data (object keys are names, not secrets)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings_in(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings_in(item)]
+    return []
 
 
 def _exception_result(tool: AnyTool, prepared: PreparedCall, exc: Exception) -> ToolCallResult:

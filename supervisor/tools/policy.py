@@ -22,7 +22,17 @@ RESERVED_PARAMETER_NAMES = frozenset(
     }
 )
 
-_DOMAIN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+_DOMAIN = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+TOOL_DOMAIN_RULE = (
+    "lowercase ASCII letters, digits, '.', '_' or '-', starting with a letter or digit, "
+    "at most 64 characters"
+)
+"""What every tool domain is (:func:`is_tool_domain`), in words for error messages."""
+
+
+def is_tool_domain(name: object) -> bool:
+    """True if ``name`` can be a tool's domain (see :data:`TOOL_DOMAIN_RULE`)."""
+    return isinstance(name, str) and _DOMAIN.fullmatch(name) is not None
 
 
 def is_reserved_name(name: str) -> bool:
@@ -76,7 +86,7 @@ class ToolPolicy:
         if isinstance(domains, str):
             domains = (domains,)
         for domain in domains:
-            if not isinstance(domain, str) or not _DOMAIN.match(domain):
+            if not is_tool_domain(domain):
                 raise PolicyError(
                     f"Tool {tool_name!r} has an invalid domain {domain!r}.",
                     hint="Use lowercase names of letters, digits, '.', '_' or '-', e.g. 'crm'.",

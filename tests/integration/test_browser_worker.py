@@ -8,7 +8,10 @@ these tests skip locally and fail under ``CI=true``.
 from __future__ import annotations
 
 import os
+import re
 import time
+from datetime import timedelta
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from support.browser_run import (
@@ -265,3 +268,54 @@ def test_sensitive_data_reaches_the_page_and_nothing_else(
     assert secret not in canonical_json(stored)
     assert all(secret not in canonical_json(request.body) for request in model.requests)
     assert secret not in result.model_dump_json()
+
+
+def test_an_operator_extend_keeps_the_worker_waiting_for_the_decision(
+    provider: SQLModelProvider, chromium: str
+) -> None:
+    def extend_then_approve(proposal: Proposal) -> Verdict:
+        return ("extend-approve", "approved after the first expiry")
+
+    with BrowserSite() as site:
+        plan = Plan([lambda page: {"navigate": {"url": site.url("/")}}])
+        result, reviewer, _ = run_task(
+            site, provider, chromium, plan, extend_then_approve, approval_timeout=4.0
+        )
+        site_hits = site.seen("GET")
+
+    assert result.exit_code == 0, result
+    (navigate,) = reviewer.by_tool("browser.navigate")
+    assert navigate.status is ProposalStatus.EXECUTED, navigate.decision_reason
+    assert navigate.decided_at is not None
+    assert navigate.decided_at > navigate.created_at + timedelta(seconds=4)  # past the first TTL
+    assert [hit.path for hit in site_hits if hit.path != "/favicon.ico"] == ["/"]
+
+
+def test_sensitive_data_in_a_loaded_url_stays_out_of_the_trace_and_the_model(
+    provider: SQLModelProvider, chromium: str
+) -> None:
+    secret = "Se'n\"si tivé-Q7x"  # Chromium writes it percent-encoded into the URL it loads
+    with BrowserSite() as site:
+        plan = Plan(
+            [
+                lambda page: {"navigate": {"url": site.url("/?q=<secret>pw</secret>")}},
+                lambda page: {"scroll": {"down": True, "pages": 0.5}},
+            ]
+        )
+        result, _, model = run_task(
+            site, provider, chromium, plan, approve_all, sensitive_data={"pw": secret}
+        )
+        (loaded,) = [hit for hit in site.seen("GET") if hit.path != "/favicon.ico"]
+
+    assert result.exit_code == 0, result
+    assert parse_qs(urlsplit(loaded.path).query) == {"q": [secret]}  # the page got the value
+    events = provider.ledger.trace_events(run_id=result.worker_id)
+    scrolled = [event for event in events if event.tool == "browser.scroll"]
+    assert [event.payload["target"]["url"] for event in scrolled] == [site.url("/?q=[REDACTED]")]
+    stored = canonical_json([event.model_dump(mode="json") for event in events])
+    assert "Q7x" not in stored
+    # The model saw the page's URL with the placeholder, never the value in any form.
+    seen = [canonical_json(request.body) for request in model.requests]
+    tab = re.compile(r"Tab \w+: " + re.escape(site.url("/?q=<secret>pw</secret>")) + " ")
+    assert any(tab.search(body) for body in seen)  # the tab list, as browser-use shows it
+    assert not any("Q7x" in body for body in seen)

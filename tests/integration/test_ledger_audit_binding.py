@@ -12,19 +12,19 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from support.tamper import checks, refused_claim, sql, timestamp
 
 from supervisor.canonical import args_hash, canonical_json
 from supervisor.ledger import (
     ApprovalExpired,
     ArgumentsMismatch,
-    AuditMismatch,
     ManualClock,
     ProposalStatus,
 )
@@ -47,41 +47,10 @@ def attacker(ledger_url: str, ledger: ApprovalLedger) -> Iterator[Engine]:
         engine.dispose()
 
 
-def _sql(attacker: Engine, statement: str, **params: Any) -> None:
-    with attacker.begin() as connection:
-        connection.execute(sa.text(statement), params)
-
-
-def _timestamp(attacker: Engine, moment: datetime) -> str:
-    """``moment`` in the text form the column stores (SQLite: naive UTC; PostgreSQL: offset)."""
-    utc = moment.astimezone(UTC)
-    if attacker.dialect.name == "sqlite":
-        return utc.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
-    return utc.isoformat()
-
-
 def _approved(ledger: ApprovalLedger, **options: Any) -> Any:
     proposal = ledger.propose("transfer", "schema", TRANSFER, owner="agent", **options)
     ledger.approve(proposal.proposal_id, "bob", "fine")
     return proposal
-
-
-def _refused(ledger: ApprovalLedger, proposal_id: str, expected: str) -> AuditMismatch:
-    """Claim, expect ``audit_mismatch``, and check it was audited and nothing was claimed."""
-    before = ledger.get(proposal_id).status
-    with pytest.raises(AuditMismatch) as caught:
-        ledger.claim(proposal_id, expected, "worker")
-    assert caught.value.code == "audit_mismatch"
-    last = ledger.events_since(ledger.head() - 1)[-1]
-    assert (last.action, last.subject) == ("claim_refused", proposal_id)
-    assert last.payload["reason"] == "audit_mismatch"
-    assert ledger.execution(proposal_id) is None
-    assert ledger.get(proposal_id).status is before
-    return caught.value
-
-
-def _checks(report: LedgerReport, proposal_id: str) -> set[str]:
-    return {f.check for f in report.mismatches if f.proposal_id == proposal_id}
 
 
 # the direct-SQL attacks ---------------------------------------------------------------------
@@ -92,16 +61,16 @@ def test_a_consistent_rewrite_of_arguments_and_hash_never_runs(
 ) -> None:
     proposal = _approved(ledger)
     forged_hash = args_hash("transfer", "schema", FORGED, {})
-    _sql(
+    sql(
         attacker, "UPDATE proposal SET arguments_json = :a, args_hash = :h WHERE id = :id",
         a=canonical_json(FORGED), h=forged_hash, id=proposal.proposal_id,
     )  # fmt: skip
     # The resumer hashes what it is about to run, i.e. the forged call: every hash agrees.
-    error = _refused(ledger, proposal.proposal_id, forged_hash)
+    error = refused_claim(ledger, proposal.proposal_id, forged_hash)
     assert "args hash" in error.detail
     report = ledger.verify()
     assert report.chain_ok and not report.ok
-    assert _checks(report, proposal.proposal_id) == {"args_hash"}
+    assert checks(report, proposal.proposal_id) == {"args_hash"}
 
 
 def test_a_status_flipped_to_approved_without_an_approve_record_never_runs(
@@ -110,9 +79,9 @@ def test_a_status_flipped_to_approved_without_an_approve_record_never_runs(
     pending = ledger.propose("transfer", "schema", TRANSFER)
     rejected = ledger.propose("transfer", "schema", {**TRANSFER, "n": 2})
     ledger.reject(rejected.proposal_id, "bob", "no")
-    _sql(attacker, "UPDATE proposal SET status = 'approved', approver_id = 'bob'")
+    sql(attacker, "UPDATE proposal SET status = 'approved', approver_id = 'bob'")
     for proposal, audited in ((pending, "pending"), (rejected, "rejected")):
-        error = _refused(ledger, proposal.proposal_id, proposal.args_hash)
+        error = refused_claim(ledger, proposal.proposal_id, proposal.args_hash)
         assert audited in error.detail
     report = ledger.verify()
     assert not report.ok
@@ -121,7 +90,7 @@ def test_a_status_flipped_to_approved_without_an_approve_record_never_runs(
         [(pending.proposal_id, "pending", "approved"), (rejected.proposal_id, "rejected",
                                                           "approved")]
     )  # fmt: skip
-    assert _checks(report, pending.proposal_id) == {"status", "approver"}
+    assert checks(report, pending.proposal_id) == {"status", "approver"}
 
 
 def test_an_executed_proposal_set_back_to_approved_never_runs_again(
@@ -130,13 +99,13 @@ def test_an_executed_proposal_set_back_to_approved_never_runs_again(
     proposal = _approved(ledger)
     ledger.claim(proposal.proposal_id, proposal.args_hash, "worker")
     ledger.complete(proposal.proposal_id, "success")
-    _sql(attacker, "DELETE FROM execution WHERE proposal_id = :id", id=proposal.proposal_id)
-    _sql(attacker, "UPDATE proposal SET status = 'approved' WHERE id = :id",
+    sql(attacker, "DELETE FROM execution WHERE proposal_id = :id", id=proposal.proposal_id)
+    sql(attacker, "UPDATE proposal SET status = 'approved' WHERE id = :id",
          id=proposal.proposal_id)  # fmt: skip
-    error = _refused(ledger, proposal.proposal_id, proposal.args_hash)
+    error = refused_claim(ledger, proposal.proposal_id, proposal.args_hash)
     assert "claim" in error.detail
     report = ledger.verify()
-    assert _checks(report, proposal.proposal_id) == {"status", "execution"}
+    assert checks(report, proposal.proposal_id) == {"status", "execution"}
 
 
 def test_an_expired_approval_moved_forward_never_runs(
@@ -149,14 +118,14 @@ def test_an_expired_approval_moved_forward_never_runs(
     clock.advance(59.5)
     assert ledger.expire_due() == [swept.proposal_id]
     clock.advance(1)  # the second approval has expired too, but nobody swept it
-    later = _timestamp(attacker, clock.now() + timedelta(days=1))
-    _sql(attacker, "UPDATE proposal SET status = 'approved', expires_at = :later", later=later)
+    later = timestamp(attacker, clock.now() + timedelta(days=1))
+    sql(attacker, "UPDATE proposal SET status = 'approved', expires_at = :later", later=later)
     assert ledger.get(unswept.proposal_id).expires_at > clock.now()
     for proposal in (swept, unswept):
-        _refused(ledger, proposal.proposal_id, proposal.args_hash)
+        refused_claim(ledger, proposal.proposal_id, proposal.args_hash)
     report = ledger.verify()
-    assert _checks(report, swept.proposal_id) == {"status", "expires_at"}
-    assert _checks(report, unswept.proposal_id) == {"expires_at"}
+    assert checks(report, swept.proposal_id) == {"status", "expires_at"}
+    assert checks(report, unswept.proposal_id) == {"expires_at"}
 
 
 def test_an_approve_record_inserted_with_a_made_up_hash_breaks_the_chain(
@@ -167,14 +136,14 @@ def test_an_approve_record_inserted_with_a_made_up_hash_breaks_the_chain(
     payload: dict[str, Any] = {"from": "pending", "to": "approved",
                                "args_hash": proposal.args_hash, "approver_id": "bob",
                                "reason": None, "context": {}}  # fmt: skip
-    _sql(
+    sql(
         attacker,
         "INSERT INTO audit (seq, at, actor, action, subject, payload_json, prev_hash, hash) "
         "VALUES (:seq, :at, 'bob', 'approve', :id, :p, :prev, :h)",
-        seq=tip.seq + 1, at=_timestamp(attacker, clock.now()), id=proposal.proposal_id,
+        seq=tip.seq + 1, at=timestamp(attacker, clock.now()), id=proposal.proposal_id,
         p=canonical_json(payload), prev=tip.hash, h="e" * 64,
     )  # fmt: skip
-    _sql(attacker, "UPDATE proposal SET status = 'approved', approver_id = 'bob'")
+    sql(attacker, "UPDATE proposal SET status = 'approved', approver_id = 'bob'")
     report = ledger.verify()
     assert (report.ok, report.chain_ok, report.first_broken_seq) == (False, False, tip.seq + 1)
 
@@ -183,9 +152,9 @@ def test_a_payload_that_is_not_json_is_named_not_a_crash(
     ledger: ApprovalLedger, attacker: Engine
 ) -> None:
     proposal = _approved(ledger)
-    _sql(attacker, "UPDATE audit SET payload_json = '[1' WHERE action = 'approve'")
+    sql(attacker, "UPDATE audit SET payload_json = '[1' WHERE action = 'approve'")
     assert [r.payload for r in ledger.events_since(0)][1] == {}
-    error = _refused(ledger, proposal.proposal_id, proposal.args_hash)
+    error = refused_claim(ledger, proposal.proposal_id, proposal.args_hash)
     assert "different args hash" in error.detail
     report = ledger.verify()
     assert (report.chain_ok, report.first_broken_seq) == (False, 2)
@@ -205,7 +174,7 @@ def _rehash_from(attacker: Engine, ledger: ApprovalLedger, seq: int, **changes: 
             fields.update(changes)
         if record.seq >= seq:
             digest = chain_hash(**fields, payload=payload, prev_hash=prev)
-            _sql(
+            sql(
                 attacker,
                 "UPDATE audit SET actor = :actor, prev_hash = :prev, hash = :h WHERE seq = :seq",
                 actor=fields["actor"], prev=prev, h=digest, seq=record.seq,
@@ -236,7 +205,7 @@ def test_a_truncated_chain_fails_its_anchor(ledger: ApprovalLedger, attacker: En
     with pytest.raises(ArgumentsMismatch):  # a caller's own mismatch: the row is untouched
         ledger.claim(proposal.proposal_id, "0" * 64, "worker")
     anchor = ledger.chain_head()
-    _sql(attacker, "DELETE FROM audit WHERE seq = :seq", seq=anchor.seq)
+    sql(attacker, "DELETE FROM audit WHERE seq = :seq", seq=anchor.seq)
     assert ledger.verify().ok  # the prefix is intact and explains every row
     report = ledger.verify(anchor.anchor)
     assert not report.ok and report.anchor is not None
@@ -247,13 +216,13 @@ def test_an_emptied_audit_table_fails_verify_and_every_claim(
     ledger: ApprovalLedger, attacker: Engine
 ) -> None:
     proposals = [_approved(ledger) for _ in range(3)]
-    _sql(attacker, "DELETE FROM audit")
+    sql(attacker, "DELETE FROM audit")
     report = ledger.verify()
     assert report.chain_ok and not report.ok
     assert report.mismatch_count == 3 and report.proposals_checked == 3
     assert {f.check for f in report.mismatches} == {"audit"}
     assert "no audit records" in (report.reason or "")
-    error = _refused(ledger, proposals[0].proposal_id, proposals[0].args_hash)
+    error = refused_claim(ledger, proposals[0].proposal_id, proposals[0].args_hash)
     assert "no propose record" in error.detail
 
 
@@ -262,7 +231,7 @@ def test_the_report_is_bounded_and_counts_everything(
 ) -> None:
     for index in range(12):
         ledger.propose("transfer", "schema", {"n": index})
-    _sql(attacker, "DELETE FROM audit")
+    sql(attacker, "DELETE FROM audit")
     report = ledger.verify(max_findings=5)
     assert report.mismatch_count == 12 and len(report.mismatches) == 5
     assert LedgerReport.model_validate_json(report.model_dump_json()) == report
@@ -271,11 +240,11 @@ def test_the_report_is_bounded_and_counts_everything(
 def test_a_deleted_row_is_reported(ledger: ApprovalLedger, attacker: Engine) -> None:
     kept = ledger.propose("transfer", "schema", TRANSFER)
     gone = ledger.propose("transfer", "schema", FORGED)
-    _sql(attacker, "DELETE FROM proposal_domain")
-    _sql(attacker, "DELETE FROM proposal WHERE id = :id", id=gone.proposal_id)
+    sql(attacker, "DELETE FROM proposal_domain")
+    sql(attacker, "DELETE FROM proposal WHERE id = :id", id=gone.proposal_id)
     report = ledger.verify()
     assert [(f.proposal_id, f.check) for f in report.mismatches] == [(gone.proposal_id, "row")]
-    assert _checks(report, kept.proposal_id) == set()
+    assert checks(report, kept.proposal_id) == set()
 
 
 # honest ledgers ---------------------------------------------------------------------------

@@ -111,6 +111,57 @@ def test_the_supervisor_default_extend_stops_at_the_limit(ledger: ApprovalLedger
         service.extend(proposal.proposal_id, math.nan)
 
 
+@pytest.mark.parametrize("seconds", [1e-7, 4e-7, 0.0009])
+def test_an_extension_too_small_to_move_the_expiry_is_refused(
+    ledger: ApprovalLedger, seconds: float
+) -> None:
+    # timedelta rounds 1e-7 s to nothing: an extend record with new expiry == old would make
+    # the audit trail refuse every later claim of the proposal.
+    proposal = ledger.propose("tool", "s", {"a": 1}, ttl_seconds=60)
+    ledger.approve(proposal.proposal_id, "alice")
+    with pytest.raises(InvalidExtension) as caught:
+        ledger.extend(proposal.proposal_id, seconds, "alice")
+    assert caught.value.code == "extension_too_small"
+    assert "0.001" in str(caught.value)
+    assert ledger.get(proposal.proposal_id).expires_at == proposal.expires_at
+    assert _actions(ledger) == ["propose", "approve"]
+    ledger.claim(proposal.proposal_id, proposal.args_hash, "worker")
+
+
+def test_up_to_limit_never_writes_a_sub_millisecond_extension(ledger: ApprovalLedger) -> None:
+    proposal = ledger.propose("tool", "s", {"a": 1}, ttl_seconds=60)
+    ledger.extend(proposal.proposal_id, 24 * 60 - 60 - 0.0005, "alice")  # 0.5 ms left
+    with pytest.raises(ExtensionBeyondLimit):
+        ledger.extend(proposal.proposal_id, 1, "alice", up_to_limit=True)
+    assert _actions(ledger).count("extend") == 1
+    ledger.approve(proposal.proposal_id, "alice")
+    ledger.claim(proposal.proposal_id, proposal.args_hash, "worker")
+
+
+def test_an_edit_keeps_the_original_ttl_and_extend_cap(
+    ledger: ApprovalLedger, clock: ManualClock
+) -> None:
+    proposal = ledger.propose("tool", "s", {"a": 1}, ttl_seconds=60)
+    clock.advance(30)
+    edited = ledger.edit(proposal.proposal_id, {"a": 1}, "alice")  # not the 24 h default
+    assert edited.expires_at - edited.created_at == timedelta(seconds=60)
+    with pytest.raises(ExtensionBeyondLimit) as caught:
+        ledger.extend(edited.proposal_id, 6 * DAY, "alice")
+    assert caught.value.max_expires_at == edited.created_at + timedelta(seconds=24 * 60)
+    # An explicit TTL is honoured, but the cap stays 24 x the first proposal's 60 s, also for
+    # an edit of the edit (which inherits the TTL its predecessor was proposed with).
+    explicit = ledger.edit(edited.proposal_id, {"a": 2}, "alice", ttl_seconds=600)
+    assert explicit.expires_at - explicit.created_at == timedelta(seconds=600)
+    clock.advance(5)
+    again = ledger.edit(explicit.proposal_id, {"a": 3}, "alice")
+    assert again.expires_at - again.created_at == timedelta(seconds=600)
+    longest = ledger.extend(again.proposal_id, DAY, "alice", up_to_limit=True)
+    assert longest.expires_at == again.created_at + timedelta(seconds=24 * 60)
+    ledger.approve(again.proposal_id, "alice")
+    ledger.claim(again.proposal_id, again.args_hash, "worker")
+    assert ledger.verify().ok
+
+
 # edit ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["approved", "_meta", "proposal_id", "Confirm"])
 def test_edit_refuses_reserved_names_for_a_tool_without_a_schema(

@@ -274,6 +274,9 @@ def test_a_policy_applied_from_the_cli_binds_another_processs_sdk(
         ("format = 2\n[approval]\n", "newer"),
         ("[rules]\n", "'rules'"),
         ("[approval\n", "not valid TOML"),
+        ('[approval.approvers_by_domain]\nFinance = ["cfo"]\n', "'Finance' can never match"),
+        ('[approval.approvers_by_domain]\n"finance*" = ["cfo"]\n', "'finance*' can never"),
+        ('[approval.approvers_by_domain]\n"crm:" = []\n', "'crm:' can never match"),
     ],
 )
 def test_a_bad_policy_file_is_one_line_and_writes_nothing(
@@ -294,6 +297,17 @@ def test_sdk_policies_are_checked_when_built() -> None:
         ApprovalPolicy(approvers_by_domain={"finance": "cfo"})
     with pytest.raises(PolicyInvalid, match="true or false"):
         ApprovalPolicy(forbid_self_approval="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("domain", ["Finance", "finance*", "crm:", "fin ance", "-x", "a" * 65])
+def test_a_policy_domain_no_tool_domain_can_equal_is_refused(domain: str) -> None:
+    # Keys are compared exactly with tool domains (lowercase letters, digits, '.', '_', '-'):
+    # a key none can equal would leave the domain it was meant for open to every approver.
+    with pytest.raises(PolicyInvalid) as caught:
+        ApprovalPolicy(approvers_by_domain={domain: ["cfo"]})
+    assert caught.value.code == "policy_invalid"
+    assert repr(domain) in str(caught.value)
+    assert ApprovalPolicy(approvers_by_domain={"finance.eu_2-x": ["cfo"]})
 
 
 def test_a_stored_policy_edited_in_the_database_grants_nothing(ledger_url: str) -> None:

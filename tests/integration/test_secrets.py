@@ -11,11 +11,14 @@ import io
 import json
 import logging
 import threading
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Annotated, Any, ClassVar
+from urllib.parse import quote
 
 import pytest
 import sqlalchemy as sa
+from click.testing import CliRunner
 
 from sandboxes.browser import BrowserTask
 from sandboxes.browser.config import SENSITIVE_DATA_ENV
@@ -24,6 +27,8 @@ from sandboxes.browser.targets import ResolvedAction
 from sandboxes.browser.worker import open_worker_provider, take_sensitive_data
 from supervisor import MemAgent, MemAgentBuilder, Secret, governed_tool
 from supervisor.analysis.export import export_jsonl, export_otlp_json
+from supervisor.cli.traces import traces
+from supervisor.ledger.models import TraceEvent
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.provider import SQLModelProvider
 from supervisor.scripted_model import CallTools, Reply, ScriptedModel, ToolCall, Turn
@@ -253,3 +258,112 @@ def test_an_unusable_base_url_is_a_typed_error_that_does_not_echo_it() -> None:
         )
     assert caught.value.code == "model_config_invalid"
     assert PASSWORD not in str(caught.value) and "base_url" in str(caught.value)
+
+
+# Both quote kinds, a space and non-ASCII: its repr, JSON and URL forms all differ from it.
+ENCODED_SECRET = "Zk'9\"wö rd-Q7x"
+
+
+def test_secret_arguments_are_redacted_from_traces_in_their_encoded_forms(
+    provider: SQLModelProvider,
+) -> None:
+    @governed_tool
+    def login(user: str, password: Annotated[str, Secret]) -> dict[str, Any]:
+        """Log in to the legacy portal.
+
+        Args:
+            user: Account name.
+            password: The account's password.
+        """
+        raise ValueError(f"bad login {password!r} {json.dumps(password)} {quote(password)}")
+
+    @governed_tool
+    def connect(host: str, credentials: Annotated[dict[str, str], Secret]) -> dict[str, Any]:
+        """Connect to a partner host.
+
+        Args:
+            host: The host.
+            credentials: User name and password.
+        """
+        raise ConnectionError(f"{host} refused password {credentials['password']!r}")
+
+    script: list[Turn] = [
+        CallTools([ToolCall("login", {"user": "ada", "password": ENCODED_SECRET})]),
+        CallTools(
+            [
+                ToolCall(
+                    "connect",
+                    {"host": "crm", "credentials": {"user": "ada", "password": ENCODED_SECRET}},
+                )
+            ]
+        ),
+        Reply("Both failed."),
+    ]
+    with ScriptedModel(script) as model:
+        agent = (
+            MemAgentBuilder()
+            .with_agent_id("portal")
+            .with_llm_config(llm_config(model))
+            .with_tools([login, connect])
+            .with_memory_provider(provider)
+            .build()
+        )
+        assert agent.run("Log in").status == "completed"
+
+    exported = _everything_exported(provider.ledger)
+    assert "Q7x" not in exported and "Zk" not in exported
+    assert "bad login '[REDACTED]' \"[REDACTED]\" [REDACTED]" in exported.replace("\\", "")
+    assert "crm refused password" in exported
+
+
+SK_KEY = "sk-live1234567890abcdef"  # found by its shape, known to no process
+KNOWN_VALUE = "Kn0wn 'Välue'-Q7x"  # known to the writing process, of no recognisable shape
+
+
+def _event_with_everywhere(secret: str) -> TraceEvent:
+    """A trace event holding ``secret`` in every string field and in a payload key."""
+    return TraceEvent(
+        at=datetime.now(UTC), agent_id=f"ag-{secret}", thread_id=f"th-{secret}",
+        run_id=f"run-{secret}", kind="tool_result", tool=f"tool-{secret}",
+        outcome_status=f"st-{secret}", reason_code=f"rc-{secret}", blob_ref=f"b-{secret}",
+        payload={f"k-{secret}": f"v {secret}", "nested": [{f"n-{secret}": {"x": secret}}]},
+    )  # fmt: skip
+
+
+def test_every_string_of_a_trace_event_is_redacted_when_written(
+    provider: SQLModelProvider,
+) -> None:
+    provider.trace_secrets.add(KNOWN_VALUE)
+    provider.ledger.append_trace([_event_with_everywhere(KNOWN_VALUE)])
+    provider.ledger.append_trace([_event_with_everywhere(quote(KNOWN_VALUE))])  # as in a URL
+
+    with provider.engine.connect() as connection:
+        rows = connection.execute(sa.text("SELECT * FROM trace_event")).mappings().all()
+    stored = json.dumps([dict(row) for row in rows], default=str)
+    assert "Q7x" not in stored
+    (first, _) = provider.ledger.trace_events()
+    assert first.agent_id == "ag-[REDACTED]" and first.blob_ref == "b-[REDACTED]"
+    assert first.payload == {
+        "k-[REDACTED]": "v [REDACTED]",
+        "nested": [{"n-[REDACTED]": {"x": "[REDACTED]"}}],
+    }
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["export"], id="export-jsonl"),
+        pytest.param(["export", "--format", "otlp-json"], id="export-otlp"),
+        pytest.param(["tail", "--json"], id="tail-json"),
+        pytest.param(["tail"], id="tail"),
+    ],
+)
+def test_exports_and_tail_redact_every_string_of_a_trace_event(
+    provider: SQLModelProvider, command: list[str]
+) -> None:
+    provider.ledger.append_trace([_event_with_everywhere(SK_KEY)])  # no process knew it
+    shown = CliRunner().invoke(traces, [*command, "--db", provider.url])
+
+    assert shown.exit_code == 0, shown.output
+    assert "tool-[REDACTED]" in shown.stdout
+    assert SK_KEY not in shown.stdout and "1234567890abcdef" not in shown.stdout

@@ -18,7 +18,9 @@ from supervisor.scripted_model import ScriptedModel
 from support.browser_site import BrowserPlan, BrowserSite
 from support.required import unavailable
 
-Verdict = tuple[str, str]  # ("approve" | "reject" | "wait-approve", reason)
+Verdict = tuple[str, str]  # ("approve" | "reject" | "wait-approve" | "extend-approve", reason)
+EXTEND_BY_S = 60.0
+"""How far an "extend-approve" reviewer extends a proposal before deciding it."""
 RUN_TIMEOUT_S = 90.0
 
 
@@ -59,6 +61,10 @@ class Reviewer:
                 verdict, reason = self.decide(proposal)
                 if verdict == "wait-approve":
                     self._stop.wait(4.5)
+                if verdict == "extend-approve":  # extend, then decide after the first expiry
+                    self.ledger.extend(proposal.proposal_id, EXTEND_BY_S, "reviewer@example.com")
+                    left = (proposal.expires_at - self.ledger.clock.now()).total_seconds()
+                    self._stop.wait(left + 1.5)
                 if verdict == "reject":
                     self.ledger.reject(proposal.proposal_id, "reviewer@example.com", reason)
                 else:
@@ -86,6 +92,7 @@ def run_task(
     policy: BrowserPolicy | None = None,
     max_steps: int = 8,
     sensitive_data: Mapping[str, str] | None = None,
+    approval_timeout: float = 30.0,
 ) -> tuple[BrowserRunResult, Reviewer, ScriptedModel]:
     """Run one worker to its end against ``site`` (allowed: its host and port by default)."""
     with ScriptedModel(plan) as model, Reviewer(provider.ledger, decide) as reviewer:
@@ -101,7 +108,7 @@ def run_task(
             ledger_url=provider.url,
             chromium_path=chromium,
             max_steps=max_steps,
-            approval_timeout=30.0,
+            approval_timeout=approval_timeout,
             owner="browser-test",
             sensitive_data=sensitive_data,
         )

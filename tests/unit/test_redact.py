@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+import base64
+import json
+from urllib.parse import quote, quote_plus, urlencode
 
-from supervisor.redact import REDACTED, KnownSecrets, redact
+import pytest
+from ada_url import URL, URLSearchParams
+
+from supervisor.redact import MIN_SECRET_CHARS, REDACTED, KnownSecrets, redact, redact_data
 
 
 @pytest.mark.parametrize(
@@ -97,3 +102,86 @@ def test_known_values_are_redacted_whatever_their_shape() -> None:
     assert redact("x plain-looking-value y", environ={}, known=["plain-looking-value"]) == (
         f"x {REDACTED} y"
     )
+
+
+# A quote of each kind, a space, a tilde, a backslash and non-ASCII: every encoding differs.
+AWKWARD = "Zk'9\"wö rd~\\Q7x"
+# Without a double quote, repr() of a text holding it picks double quotes and keeps ' as is.
+NO_DOUBLE_QUOTE = "Zk'9wö rd~\\Q7x"
+
+
+def _base64_inside(raw: bytes, shift: int) -> str:
+    """``raw`` base64-encoded as part of a larger buffer, starting ``shift`` bytes in."""
+    return base64.b64encode(b"ab"[:shift] + raw + b"yz").decode()
+
+
+def _form_urlencoded(value: str) -> str:
+    """``value`` as a browser writes it into a submitted form (x-www-form-urlencoded)."""
+    params = URLSearchParams("")
+    params.append("pw", value)
+    return str(params)
+
+
+def _encodings(value: str) -> dict[str, str]:
+    raw = value.encode()
+    return {
+        "repr": repr(value),
+        "repr-after-a-quote": repr("'" + value),
+        "ascii": ascii(value),
+        "repr-of-a-dict": repr({"password": value}),
+        "json": json.dumps(value),
+        "json-unicode": json.dumps(value, ensure_ascii=False),
+        "quote-no-safe": quote(value, safe=""),
+        "quote": quote(value),
+        "quote_plus": quote_plus(value),
+        "urlencode": urlencode({"pw": value}),
+        "chromium-path-query-fragment": URL(f"http://h/{value}?q={value}#{value}").href,
+        "chromium-form-submission": _form_urlencoded(value),
+        "base64": base64.b64encode(raw).decode(),
+        "base64-urlsafe": base64.urlsafe_b64encode(raw).decode(),
+        "base64-shift-1": _base64_inside(raw, 1),
+        "base64-shift-2": _base64_inside(raw, 2),
+    }
+
+
+@pytest.mark.parametrize("value", [AWKWARD, NO_DOUBLE_QUOTE], ids=["both-quotes", "one-quote"])
+@pytest.mark.parametrize("encoding", sorted(_encodings(AWKWARD)))
+def test_known_values_are_redacted_in_their_usual_encodings(value: str, encoding: str) -> None:
+    before, after = "ValueError: login failed: ", " (retry later)"
+    text = before + _encodings(value)[encoding] + after
+    by_value = redact(text, environ={}, known=[value])
+    for cleaned in (KnownSecrets([value]).redact_text(text), by_value):
+        assert cleaned.startswith(before) and cleaned.endswith(after)
+        kept = cleaned.removeprefix(before).removesuffix(after)
+        assert REDACTED in kept
+        assert "Zk" not in kept and "Q7x" not in kept, kept  # neither end of the value is left
+        if encoding.startswith("base64"):
+            head, _, tail = kept.partition(REDACTED)
+            assert len(head) <= 3 and len(tail.rstrip("=")) <= 4, kept  # neighbouring bytes
+
+
+def test_secret_environment_values_are_redacted_in_their_encodings_too() -> None:
+    text = f"upstream said {json.dumps(AWKWARD)}"
+    assert "Q7x" not in redact(text, environ={"CRM_PASSWORD": AWKWARD})
+
+
+def test_encoded_forms_keep_other_text_and_ignore_short_values() -> None:
+    from supervisor.redact import encoded_forms
+
+    forms = encoded_forms(AWKWARD)
+    assert AWKWARD in forms
+    assert all(len(form) >= MIN_SECRET_CHARS for form in forms)
+    short = "é'"  # below the minimum length: neither the value nor any form of it is replaced
+    assert KnownSecrets([short]).redact_text("é' %C3%A9%27 \\xe9\\'") == "é' %C3%A9%27 \\xe9\\'"
+    text = "ValueError: sku A-100 not found in warehouse london (retry 3/5)"
+    assert KnownSecrets([AWKWARD, "plain-looking-value"]).redact_text(text) == text
+    # A value that has no UTF-8 form (a lone surrogate) still gets its other forms.
+    assert "\ud800abcd" in encoded_forms("\ud800abcd")
+
+
+def test_known_values_are_replaced_in_keys_and_values_at_every_depth() -> None:
+    known = KnownSecrets(["plain-looking-value"])
+    data = {"k-plain-looking-value": [{"x": "a plain-looking-value b"}], "n": 1}
+    assert known.redact_data(data) == {f"k-{REDACTED}": [{"x": f"a {REDACTED} b"}], "n": 1}
+    patterned = {"sk-live1234567890abcdef": {"note": "Bearer abcdefgh"}}
+    assert redact_data(patterned, environ={}) == {REDACTED: {"note": REDACTED}}
