@@ -102,22 +102,10 @@ def check_label(option: str, value: str | None, limit: int) -> None:
         )
 
 
-def _approver_limit() -> int:
-    """How many characters the ledger keeps of an approver id (its column's length)."""
-    import sqlalchemy as sa
-    from sqlmodel import SQLModel
-
-    from supervisor.store.tables import ProposalRow
-
-    column = SQLModel.metadata.tables[ProposalRow.__tablename__].c.approver_id
-    assert isinstance(column.type, sa.String) and column.type.length is not None
-    return column.type.length
-
-
 def _approver(approver: str | None) -> tuple[str, Any]:
     from supervisor.services.identity import ApproverIdentity
+    from supervisor.store.tables import APPROVER_ID_MAX as limit
 
-    limit = _approver_limit()
     check_label("--approver", approver, limit)
     identity = ApproverIdentity.current("cli", approver_id=approver)
     check_label("the approver id (OS user@host)", identity.approver_id, limit)
