@@ -81,14 +81,22 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
     """``--since``: an ISO-8601 time (UTC if no offset) or a relative ``30m``/``2h``/``7d``.
 
     Raises:
-        ValueError: neither form.
+        ValueError: neither form, or a duration reaching back before year 1.
     """
     moment = now or datetime.now(UTC)
     relative = _RELATIVE.match(text.strip().lower())
     if relative:
         amount, unit = float(relative.group(1)), relative.group(2)
-        return moment - timedelta(**{_UNITS[unit]: amount})
-    parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        try:
+            return moment - timedelta(**{_UNITS[unit]: amount})
+        except OverflowError:  # also an amount that overflows a float (inf)
+            raise ValueError(f"{text!r} reaches back before the year 1") from None
+    try:
+        parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is neither an ISO-8601 time nor a duration like 30m, 2h or 7d"
+        ) from None
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 

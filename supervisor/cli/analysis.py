@@ -15,17 +15,15 @@ from supervisor.cli.proposals import db_option, open_ledger
 
 
 def since_option(text: str | None) -> datetime | None:
+    """``--since`` as a time, or a usage error naming the option."""
     if text is None:
         return None
     from supervisor.analysis.analyzer import parse_since
 
     try:
         return parse_since(text)
-    except ValueError:
-        raise click.BadParameter(
-            f"{text!r} is neither an ISO-8601 time nor a duration like 30m, 2h or 7d.",
-            param_hint="--since",
-        ) from None
+    except ValueError as error:  # its message names the value and what was wrong
+        raise click.BadParameter(f"{error}.", param_hint="--since") from None
 
 
 @click.command("analyze")

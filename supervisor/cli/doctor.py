@@ -17,7 +17,10 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.option("--db", "db_url", default=None, help="Ledger URL to check (default: SUPERVISOR_DB).")
+@click.option(
+    "--db", "db_url", metavar="URL", default=None,
+    help="Ledger URL or SQLite path to check (default: SUPERVISOR_DB or the user's ledger).",
+)  # fmt: skip
 def doctor(db_url: str | None) -> None:
     """Check bubblewrap, namespaces, seccomp, rlimits, cgroup pids, Chromium and the ledger.
 
@@ -52,12 +55,13 @@ def _checked_url(db_url: str | None) -> str:
 
     Raises:
         UnsupportedLedgerUrl: It is not a URL of a ledger engine (sqlite, postgresql).
+        LedgerPathInvalid: A SQLite path the filesystem refuses (too long, unknown ``~user``).
     """
     from supervisor.cli.proposals import ledger_url
-    from supervisor.store.engine import resolve_url, supported_url
+    from supervisor.store.urls import checked_sqlite_path, resolve_url, supported_url
 
     url = resolve_url(ledger_url(db_url))
-    supported_url(url)
+    checked_sqlite_path(supported_url(url))
     return url
 
 

@@ -61,7 +61,9 @@ class LazyGroup(click.Group):
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.version_option(__version__, prog_name="supervisor")
-@click.option("--db", "db_url", metavar="URL", default=None, help="Ledger URL for the TUI.")
+@click.option(
+    "--db", "db_url", metavar="URL", default=None, help="Ledger URL or SQLite path for the TUI."
+)
 @click.pass_context
 def cli(ctx: click.Context, db_url: str | None) -> None:
     """Supervise AI agents: governed tools, durable approvals, live traces.
@@ -168,6 +170,16 @@ def check_argv(argv: list[str]) -> None:
             raise ArgumentNotText(position, shown) from None
 
 
+def echo_usage_error(error: click.UsageError) -> None:
+    """A bad option or argument as one typed line (``error [invalid_usage]: ...``) plus a hint
+    naming the command's ``--help``, like every other typed error."""
+    from supervisor.cli.output import echo_line
+
+    command = error.ctx.command_path if error.ctx is not None else "supervisor"
+    echo_line(f"error [invalid_usage]: {error.format_message()}", err=True)
+    echo_line(f"  Run `{command} --help` for its options and arguments.", err=True)
+
+
 def main() -> None:
     """Console-script entry: typed errors become one clear line and exit code 2."""
     try:
@@ -176,6 +188,12 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
+    except click.exceptions.NoArgsIsHelpError as exc:  # a group without its subcommand
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        echo_usage_error(exc)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

@@ -140,7 +140,7 @@ def apply(file: Path, reason: str | None, db_url: str | None) -> None:
     finance = ["cfo", "cfo@host"]
     """
     new_policy = read_policy_file(file)
-    with open_ledger(db_url) as ledger:
+    with open_ledger(db_url, must_exist=True) as ledger:  # a policy is for an existing ledger
         change = ledger.apply_policy(new_policy, reason=reason, via="cli")
     if change.version is None:
         click.echo("Unchanged: the ledger has no policy and this one has no rules.")

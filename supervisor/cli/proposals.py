@@ -35,12 +35,18 @@ def db_option(function: F) -> F:
 
 
 def ledger_url(db_url: str | None) -> str | None:
-    """A plain file path becomes a SQLite URL; URLs and ``None`` pass through."""
-    if db_url is None or "://" in db_url:
-        return db_url
-    from pathlib import Path
+    """``--db`` as a URL: a SQLite path or a URL, by the rule every entry point shares
+    (:func:`supervisor.store.urls.to_ledger_url`); ``None`` (the default ledger) passes.
 
-    return f"sqlite:///{Path(db_url).expanduser().resolve()}"
+    Raises:
+        UnsupportedLedgerUrl: ``--db ''``.
+        LedgerPathInvalid: A path naming the home folder of an unknown user.
+    """
+    if db_url is None:
+        return None
+    from supervisor.store.urls import to_ledger_url
+
+    return to_ledger_url(db_url)
 
 
 @contextmanager
@@ -75,10 +81,34 @@ def _age(moment: datetime) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
+def check_label(option: str, value: str | None, limit: int) -> None:
+    """Refuse ``value`` before the ledger is opened when its column cannot hold it.
+
+    PostgreSQL would refuse it mid-transaction and SQLite would store it anyway; both engines
+    get the same typed error, and nothing is written.
+
+    Raises:
+        LedgerValueRejected: ``value`` has more than ``limit`` characters.
+    """
+    if value is not None and len(value) > limit:
+        from supervisor.ledger.errors import LedgerValueRejected
+
+        raise LedgerValueRejected(
+            f"{option} is {len(value)} characters long and the ledger keeps at most {limit}",
+            hint=f"Give a shorter {option} (at most {limit} characters).",
+            option=option,
+            length=len(value),
+            limit=limit,
+        )
+
+
 def _approver(approver: str | None) -> tuple[str, Any]:
     from supervisor.services.identity import ApproverIdentity
+    from supervisor.store.tables import APPROVER_ID_MAX as limit
 
+    check_label("--approver", approver, limit)
     identity = ApproverIdentity.current("cli", approver_id=approver)
+    check_label("the approver id (OS user@host)", identity.approver_id, limit)
     return identity.approver_id, identity.context
 
 

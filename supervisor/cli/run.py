@@ -12,7 +12,9 @@ import click
 @click.command("run")
 @click.argument("reference", metavar="MODULE:FACTORY")
 @click.option("--input", "text", required=True, help="The user's message for the agent.")
-@click.option("--db", "db_url", metavar="URL", default=None, help="Ledger URL (SUPERVISOR_DB).")
+@click.option(
+    "--db", "db_url", metavar="URL", default=None, help="Ledger URL or SQLite path (SUPERVISOR_DB)."
+)
 @click.option("--thread", "thread_id", default=None, help="Continue this conversation thread.")
 @click.option("--process-id", default=None, help="Id of this run in the process table.")
 @click.option(
@@ -40,8 +42,10 @@ def run(
     from supervisor.services.runner import run_supervised
 
     if db_url is not None:
-        # The factory's SQLModelProvider() picks the ledger up from here.
-        os.environ["SUPERVISOR_DB"] = db_url
+        from supervisor.store.urls import to_ledger_url
+
+        # The factory's SQLModelProvider() picks the ledger up from here (a path made absolute).
+        os.environ["SUPERVISOR_DB"] = to_ledger_url(db_url)
     argv = ["supervisor", "run", reference, "--input", text]
     if thread_id:
         argv += ["--thread", thread_id]

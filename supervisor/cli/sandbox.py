@@ -30,7 +30,10 @@ def sandbox() -> None:
     show_default=True,
     help="Wall-clock limit in seconds.",
 )
-@click.option("--db", "db_url", default=None, help="Ledger URL (default: SUPERVISOR_DB).")
+@click.option(
+    "--db", "db_url", metavar="URL", default=None,
+    help="Ledger URL or SQLite path (default: SUPERVISOR_DB or the user's ledger).",
+)  # fmt: skip
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def sandbox_exec(
     backend: str | None, timeout_seconds: float, db_url: str | None, command: tuple[str, ...]
@@ -43,13 +46,16 @@ def sandbox_exec(
     directory; after a SIGKILL the next run (or `supervisor doctor`) does both.
     """
     from sandboxes.runner import SandboxSettings, run_in_sandbox
+    from supervisor.cli.proposals import ledger_url
     from supervisor.provider import SQLModelProvider
 
     signal.signal(signal.SIGTERM, _exit_on_signal)
     signal.signal(signal.SIGHUP, _exit_on_signal)
 
     settings = SandboxSettings(
-        backend=backend, timeout_seconds=timeout_seconds, ledger=SQLModelProvider(db_url).ledger
+        backend=backend,
+        timeout_seconds=timeout_seconds,
+        ledger=SQLModelProvider(ledger_url(db_url)).ledger,
     )
     result = run_in_sandbox(settings, argv=list(command), actor=f"operator:{getpass.getuser()}")
     sys.stdout.write(result.stdout)

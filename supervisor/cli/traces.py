@@ -17,10 +17,13 @@ from supervisor.cli.output import echo_json_text, echo_line
 from supervisor.cli.proposals import db_option, ledger_url, open_ledger
 from supervisor.ledger.models import TraceEvent
 from supervisor.services.review import TRACE_SUFFIXES
+from supervisor.services.traces import MAX_TRACE_CAPACITY
 
 #: Lines of a JSONL trace checked before the review opens (one screen; a 1 GB file is not
 #: read in full up front, later lines are checked by the review as it indexes them).
 REVIEW_CHECK_LINES = 200
+#: Most events ``traces tail -n`` shows first: the trace buffer's own cap.
+TAIL_MAX_LINES = MAX_TRACE_CAPACITY
 
 
 def _line(event: TraceEvent) -> str:
@@ -37,7 +40,10 @@ def traces() -> None:
 
 
 @traces.command("tail")
-@click.option("-n", "--lines", default=20, show_default=True, help="Events to show first.")
+@click.option(
+    "-n", "--lines", default=20, show_default=True, type=click.IntRange(0, TAIL_MAX_LINES),
+    help="Events to show first (0: only follow new ones).",
+)  # fmt: skip
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new events.")
 @click.option("--agent", "agent_id", default=None, help="Only this agent.")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines.")
@@ -55,7 +61,7 @@ def tail(lines: int, follow: bool, agent_id: str | None, as_json: bool, db_url: 
             batch = service.poll()
             if batch is None or len(batch.events) < 2000:
                 break
-        shown = service.events()
+        shown = service.events() if lines else []
         redact_text = text_redactor()
         while True:
             for event in shown:
@@ -168,7 +174,7 @@ def prune(older_than: str | None, max_events: int | None, db_url: str | None) ->
     retention = defaults.model_copy(
         update={"max_age_seconds": max_age, "max_events": max_events or defaults.max_events}
     )
-    with open_ledger(db_url) as ledger:
+    with open_ledger(db_url, must_exist=True) as ledger:
         pruned = ledger.prune_traces(retention)
     click.echo(f"pruned {pruned} trace events")
 

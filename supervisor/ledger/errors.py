@@ -27,7 +27,8 @@ class ProposalNotFound(LedgerError, LookupError):
         self.proposal_id = proposal_id
         super().__init__(
             f"No proposal {proposal_id!r} in the ledger.",
-            hint="Check the id with `supervisor list`; purged proposals remain in the audit log.",
+            hint="Check the id with `supervisor proposals list --all`; purged proposals remain "
+            "in the audit log.",
             proposal_id=proposal_id,
         )
 
@@ -72,7 +73,7 @@ class NotApproved(LedgerError):
         self.status = status
         super().__init__(
             f"Proposal {proposal_id} is {status}; only an approved proposal can be claimed.",
-            hint="Wait for a human decision (`supervisor list --status pending`).",
+            hint="Wait for a human decision (`supervisor proposals list --status pending`).",
             proposal_id=proposal_id,
             status=status,
         )
@@ -473,4 +474,54 @@ class UnsupportedLedgerUrl(LedgerUnavailable):
             f"{shown} is not a ledger URL this release can open: {reason}.",
             hint="Use a SQLite path or sqlite:///PATH, or postgresql+psycopg://USER@HOST/DB.",
             url=shown,
+        )
+
+
+def _clipped(text: str, limit: int = 160) -> str:
+    """``text`` for a one-line message: a very long value keeps its start and end."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit // 2]}…{text[-limit // 4 :]} ({len(text)} characters)"
+
+
+class LedgerPathInvalid(LedgerUnavailable):
+    """A SQLite ledger path the filesystem cannot use (a name too long, an unknown ``~user``,
+    a NUL character, a folder on the way that is a file)."""
+
+    code = "invalid_ledger_path"
+
+    def __init__(self, where: str, *, reason: str) -> None:
+        self.where = where
+        super().__init__(
+            f"{_clipped(where)} cannot be a ledger file: {reason}; nothing was written.",
+            hint="Check --db / SUPERVISOR_DB: a SQLite path (or sqlite:///PATH) the filesystem "
+            "accepts, or postgresql+psycopg://USER@HOST/DB.",
+            where=_clipped(where),
+        )
+
+
+class LedgerPermissionDenied(LedgerUnavailable):
+    """The database refused this session a read or write it needs (e.g. a PostgreSQL role
+    granted only SELECT): nothing was written."""
+
+    code = "ledger_permission_denied"
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(
+            f"The ledger refused this command: {problem}; nothing was written.",
+            hint="Connect as a role (or OS user) allowed to write the ledger's tables; with "
+            "read access only, the read commands still work (list, show, verify, export).",
+        )
+
+
+class LedgerValueRejected(LedgerError, ValueError):
+    """A value is longer than (or otherwise not valid for) the ledger column it goes into."""
+
+    code = "ledger_value_rejected"
+
+    def __init__(self, problem: str, *, hint: str | None = None, **details: Any) -> None:
+        super().__init__(
+            f"The ledger cannot store this value: {problem}; nothing was written.",
+            hint=hint or "Shorten the value (ids and labels hold at most 200 characters).",
+            **details,
         )

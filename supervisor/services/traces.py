@@ -19,6 +19,8 @@ from supervisor.services.listeners import Listeners
 from supervisor.services.settings import SupervisorSettings
 
 _BATCH = 2_000
+MAX_TRACE_CAPACITY = 1_000_000
+"""Most events a trace buffer holds, whatever the settings ask for (memory stays bounded)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ TraceListener = Callable[[TraceBatch], None]
 class TracesService:
     """The newest ``settings.trace_capacity`` trace events, oldest first.
 
+    The capacity is clamped to 1..``MAX_TRACE_CAPACITY``.
+
     Args:
         ledger: The shared ledger.
         settings: Capacity and poll interval.
@@ -43,7 +47,7 @@ class TracesService:
     def __init__(self, ledger: ApprovalLedger, settings: SupervisorSettings | None = None) -> None:
         self.ledger = ledger
         self.settings = settings or SupervisorSettings()
-        self.capacity = max(1, self.settings.trace_capacity)
+        self.capacity = min(max(1, self.settings.trace_capacity), MAX_TRACE_CAPACITY)
         self._events: deque[TraceEvent] = deque(maxlen=self.capacity)
         self._lock = threading.Lock()
         self._listeners: Listeners[TraceBatch] = Listeners()

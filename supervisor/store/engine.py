@@ -1,17 +1,14 @@
-"""Engine factory: where the ledger lives and how connections to it are configured.
+"""Engine factory: how connections to the ledger are configured.
 
-Resolution order for the ledger URL: an explicit ``url`` argument, then ``SUPERVISOR_DB`` (a
-SQLAlchemy URL), then ``SUPERVISOR_HOME`` (a folder holding ``ledger.db``), then ``ledger.db``
-in ``platformdirs.user_data_dir("agent-supervisor")``. Nothing here runs at import time.
-
-Only SQLite (``sqlite:///PATH``) and PostgreSQL over psycopg 3 are ledger engines; any other URL
-is refused with ``UnsupportedLedgerUrl`` before a driver is loaded. A read-only engine never
-creates, migrates or writes anything. SQLite connections run with ``PRAGMA query_only``; where
-the file or its folder is not writable (a read-only mount, permissions) the file is opened with
-``mode=ro`` as well, and with ``immutable=1`` when no write-ahead log exists or can be created
-there (so nothing can be writing). Where both are writable a plain connection is kept, so that
-SQLite removes the WAL sidecars it opened when the last connection closes. PostgreSQL sessions
-default to read-only transactions.
+Where the ledger is (``SUPERVISOR_DB``, paths and URLs) is decided in
+:mod:`supervisor.store.urls`, re-exported here. A read-only engine never creates, migrates or
+writes anything. SQLite connections run with ``PRAGMA query_only``; where the file or its folder
+is not writable (a read-only mount, permissions) the file is opened with ``mode=ro`` as well,
+and with ``immutable=1`` when no write-ahead log exists or can be created there (so nothing can
+be writing). Where both are writable a plain connection is kept, so that SQLite removes the WAL
+sidecars it opened when the last connection closes. PostgreSQL sessions default to read-only
+transactions. A database that holds other tables but no ``ledger_meta`` is left as it is (not
+even its journal mode is set), for :mod:`supervisor.store.migrate` to refuse.
 """
 
 from __future__ import annotations
@@ -22,106 +19,48 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Literal
 
-import platformdirs
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
 
-from supervisor.ledger.errors import (
-    LedgerCorrupt,
-    LedgerNotFound,
-    LedgerUnavailable,
-    NotALedger,
-    UnsupportedLedgerUrl,
+from supervisor.ledger.errors import LedgerCorrupt, LedgerNotFound, LedgerUnavailable, NotALedger
+from supervisor.store.urls import (
+    APP_NAME,
+    LEDGER_FILE,
+    SUPPORTED_DRIVERS,
+    checked_sqlite_path,
+    default_ledger_path,
+    filesystem_errors,
+    in_memory,
+    resolve_url,
+    shown_url,
+    sqlite_path,
+    supported_url,
+    to_ledger_url,
 )
+
+__all__ = [
+    "APP_NAME",
+    "DEFAULT_BUSY_TIMEOUT_S",
+    "LEDGER_FILE",
+    "SUPPORTED_DRIVERS",
+    "WRITE_OPTION",
+    "Synchronous",
+    "check_sqlite_header",
+    "checked_sqlite_path",
+    "create_ledger_engine",
+    "default_ledger_path",
+    "resolve_url",
+    "shown_url",
+    "sqlite_path",
+    "supported_url",
+    "to_ledger_url",
+]
 
 Synchronous = Literal["NORMAL", "FULL"]
 
-APP_NAME = "agent-supervisor"
-LEDGER_FILE = "ledger.db"
 DEFAULT_BUSY_TIMEOUT_S = 30.0
 WRITE_OPTION = "ledger_write"
 """Execution option that makes a SQLite transaction start with ``BEGIN IMMEDIATE``."""
-
-
-def default_ledger_path() -> Path:
-    """The embedded ledger file used when nothing else is configured."""
-    home = os.environ.get("SUPERVISOR_HOME")
-    folder = Path(home).expanduser() if home else Path(platformdirs.user_data_dir(APP_NAME))
-    return folder / LEDGER_FILE
-
-
-def resolve_url(url: str | None = None) -> str:
-    """Return the ledger URL to use (see the module docstring for the order).
-
-    Args:
-        url: An explicit SQLAlchemy URL; wins over the environment.
-
-    Returns:
-        A SQLAlchemy URL string.
-    """
-    if url:
-        return url
-    from_env = os.environ.get("SUPERVISOR_DB")
-    if from_env:
-        return from_env
-    return f"sqlite:///{default_ledger_path()}"
-
-
-#: Engines the ledger runs on, and the drivers accepted for each ("" is the default driver).
-SUPPORTED_DRIVERS: dict[str, frozenset[str]] = {
-    "sqlite": frozenset({"", "pysqlite"}),
-    "postgresql": frozenset({"", "psycopg", "psycopg2"}),
-}
-
-
-def shown_url(url: str | URL) -> str:
-    """``url`` as it may be shown to a human: a SQLite file as its path, passwords hidden."""
-    try:
-        parsed = sa.make_url(url) if isinstance(url, str) else url
-    except sa.exc.ArgumentError:
-        return repr(str(url))
-    database = parsed.database or ""
-    if parsed.drivername.startswith("sqlite") and database not in ("", ":memory:"):
-        if parsed.query.get("uri") == "true":
-            return urllib.parse.unquote(database.removeprefix("file:").partition("?")[0])
-        return database
-    return parsed.render_as_string(hide_password=True)
-
-
-def supported_url(url: str) -> URL:
-    """Parse ``url`` and check that it names a ledger engine (see ``SUPPORTED_DRIVERS``).
-
-    Raises:
-        UnsupportedLedgerUrl: ``url`` is not a URL, or names another engine or driver.
-    """
-    try:
-        parsed = sa.make_url(url)
-    except sa.exc.ArgumentError:
-        raise UnsupportedLedgerUrl(repr(url), reason="it is not a URL") from None
-    backend, _, driver = parsed.drivername.partition("+")
-    drivers = SUPPORTED_DRIVERS.get(backend)
-    if drivers is None:
-        raise UnsupportedLedgerUrl(
-            shown_url(parsed), reason=f"{backend!r} is not a ledger engine (sqlite, postgresql)"
-        )
-    if driver not in drivers:
-        raise UnsupportedLedgerUrl(
-            shown_url(parsed),
-            reason=f"driver {driver!r} is not supported for {backend} "
-            f"({', '.join(sorted(name for name in drivers if name))})",
-        )
-    return parsed
-
-
-def sqlite_path(url: str | URL) -> Path | None:
-    """The database file of a SQLite URL, or ``None`` for other engines and in-memory URLs."""
-    parsed = sa.make_url(url) if isinstance(url, str) else url
-    if parsed.get_backend_name() != "sqlite":
-        return None
-    database = parsed.database
-    if not database or database == ":memory:" or database.startswith("file:"):
-        return None
-    return Path(database).expanduser()
 
 
 def _prepare_sqlite_file(path: Path) -> None:
@@ -145,11 +84,18 @@ def _private_sidecars(path: Path) -> None:
 
 def _existing_sqlite_file(url: URL, path: Path | None) -> Path | None:
     """The ledger file of ``url``, which must exist (``LedgerNotFound`` otherwise)."""
-    database = url.database or ""
-    if path is None and database.startswith("file:"):
-        return None  # a SQLite URI chosen by the caller: SQLite itself checks it (mode=ro)
+    if in_memory(url):
+        query = "&".join(f"{key}={value}" for key, value in sorted(url.query.items()))
+        raise LedgerNotFound(
+            repr(
+                f"sqlite://{'/' + url.database if url.database else ''}"
+                f"{'?' + query if query else ''}"
+            ),
+            reason="is an in-memory database, which starts empty and vanishes (in-memory URLs "
+            "are refused where a ledger must already exist)",
+        )
     if path is None:
-        raise LedgerNotFound(shown_url(url), reason="is an in-memory database, which is empty")
+        return None  # a SQLite URI chosen by the caller: SQLite itself checks it (mode=ro)
     if not path.exists():
         raise LedgerNotFound(str(path))
     if not path.is_file():
@@ -247,6 +193,23 @@ def _read_only_url(url: URL, path: Path | None) -> URL:
     )
 
 
+_SCHEMA_NAMES = (
+    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+    "AND name NOT LIKE 'sqlite~_%' ESCAPE '~'"
+)
+
+
+def _left_as_it_is(cursor: Any, *, may_create: bool) -> bool:
+    """The SQLite database is not a ledger and must not become one, so not even its journal
+    mode may change (``PRAGMA journal_mode = WAL`` rewrites the file's header): it holds tables
+    but no ``ledger_meta`` (someone else's, the rule :func:`supervisor.store.migrate.
+    stored_schema_version` refuses by), or it is empty and this engine may not create one."""
+    names = {row[0] for row in cursor.execute(_SCHEMA_NAMES)}
+    if "ledger_meta" in names:
+        return False
+    return bool(names) or not may_create
+
+
 #: The oldest SQLite whose UPDATE ... RETURNING the repository relies on.
 MIN_SQLITE = (3, 35)
 
@@ -294,7 +257,10 @@ def create_ledger_engine(
             given = resolved.query.get("options", "")
             given = given if isinstance(given, str) else " ".join(given)
             connect_args["options"] = f"{given} -c default_transaction_read_only=on".strip()
-        return sa.create_engine(resolved, echo=echo, pool_pre_ping=True, connect_args=connect_args)
+        return sa.create_engine(
+            resolved, echo=echo, pool_pre_ping=True, hide_parameters=True,
+            connect_args=connect_args,
+        )  # fmt: skip
 
     if sqlite3.sqlite_version_info < MIN_SQLITE:
         raise LedgerUnavailable(
@@ -307,17 +273,21 @@ def create_ledger_engine(
     if level not in ("NORMAL", "FULL"):
         raise ValueError(f"synchronous must be NORMAL or FULL, not {level!r}.")
     path = sqlite_path(resolved)
-    if read_only or must_exist:
-        path = _existing_sqlite_file(resolved, path)
-    if path is not None and path.is_file():
-        check_sqlite_header(path)
-    if read_only:
-        resolved = _read_only_url(resolved, path)
-    elif path is not None:
-        _prepare_sqlite_file(path)
+    if path is not None:
+        resolved = resolved.set(database=str(path))  # SQLite itself would not expand "~"
+    with filesystem_errors(shown_url(resolved)):
+        if read_only or must_exist:
+            path = _existing_sqlite_file(resolved, path)
+        if path is not None and path.is_file():
+            check_sqlite_header(path)
+        if read_only:
+            resolved = _read_only_url(resolved, path)
+        elif path is not None:
+            _prepare_sqlite_file(path)
     engine = sa.create_engine(
         resolved,
         echo=echo,
+        hide_parameters=True,
         connect_args={"timeout": busy_timeout_s, "check_same_thread": False},
     )
     busy_ms = int(busy_timeout_s * 1000)
@@ -332,6 +302,8 @@ def create_ledger_engine(
             if read_only:
                 cursor.execute("PRAGMA query_only = ON")
                 return
+            if _left_as_it_is(cursor, may_create=not must_exist):
+                return  # not a ledger (yet) and not to become one: ensure_schema refuses it
             cursor.execute("PRAGMA journal_mode = WAL")
             cursor.execute(f"PRAGMA synchronous = {level}")
         finally:

@@ -1,4 +1,9 @@
-"""Translate driver errors into the ledger's typed errors."""
+"""Translate driver errors into the ledger's typed errors.
+
+A typed error carries the driver's first line only (e.g. ``permission denied for table
+proposal``), never the statement or its parameters, which can hold audit payloads and
+arguments; engines are also created with ``hide_parameters`` for the errors left untranslated.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,14 @@ from contextlib import contextmanager
 
 from sqlalchemy import exc
 
-from supervisor.ledger.errors import LedgerBusy, LedgerCorrupt, LedgerUnavailable, NotALedger
+from supervisor.ledger.errors import (
+    LedgerBusy,
+    LedgerCorrupt,
+    LedgerPermissionDenied,
+    LedgerUnavailable,
+    LedgerValueRejected,
+    NotALedger,
+)
 
 _BUSY_MARKERS = (
     "database is locked",
@@ -64,15 +76,46 @@ def damaged(error: exc.DBAPIError, where: str | None) -> LedgerUnavailable | Non
     return None
 
 
+def _sqlstate(error: exc.DBAPIError) -> str:
+    """The PostgreSQL SQLSTATE of ``error`` ("" for SQLite and errors without one)."""
+    state = getattr(error.orig, "sqlstate", None)
+    return state if isinstance(state, str) else ""
+
+
 def _read_only(error: exc.DBAPIError) -> bool:
     """A write refused by a read-only session (PostgreSQL SQLSTATE 25006)."""
-    return getattr(error.orig, "sqlstate", None) == "25006"
+    return _sqlstate(error) == "25006"
+
+
+def _first_line(error: exc.DBAPIError) -> str:
+    """The driver's message without SQLAlchemy's statement and parameters."""
+    text = str(error.orig if error.orig is not None else type(error).__name__)
+    return (text.strip().splitlines() or [type(error).__name__])[0][:200]
+
+
+#: SQLSTATE of a privilege the session lacks (insufficient_privilege: a SELECT-only role).
+_PERMISSION = "42501"
+#: Class 22, data exception: a value too long for its column, a NUL in text, a number out of
+#: range. The statement is fine; the value is not.
+_DATA_EXCEPTION = "22"
+
+
+def rejected(error: exc.DBAPIError) -> LedgerPermissionDenied | LedgerValueRejected | None:
+    """The typed error for a statement the server refused for this session or value."""
+    state = _sqlstate(error)
+    if state == _PERMISSION:
+        return LedgerPermissionDenied(_first_line(error))
+    if state.startswith(_DATA_EXCEPTION):
+        return LedgerValueRejected(_first_line(error), sqlstate=state)
+    return None
 
 
 @contextmanager
 def translate_errors(where: str | None = None) -> Iterator[None]:
-    """Re-raise operational driver errors as ``LedgerBusy`` / ``LedgerUnavailable``, and a file
-    that is not (or no longer) a SQLite database as ``NotALedger`` / ``LedgerCorrupt``.
+    """Re-raise operational driver errors as ``LedgerBusy`` / ``LedgerUnavailable``, a file
+    that is not (or no longer) a SQLite database as ``NotALedger`` / ``LedgerCorrupt``, a
+    privilege the session lacks as ``LedgerPermissionDenied`` and a value the server refuses
+    (too long for its column) as ``LedgerValueRejected``.
 
     Args:
         where: The ledger as shown to a human (a path or a URL without its password).
@@ -80,9 +123,9 @@ def translate_errors(where: str | None = None) -> Iterator[None]:
     try:
         yield
     except exc.DBAPIError as error:
-        typed = damaged(error, where)
+        typed = damaged(error, where) or rejected(error)
         if typed is not None:
-            raise typed from error
+            raise typed from error  # engines hide parameters, so the cause shows none
         if isinstance(error, exc.OperationalError | exc.InterfaceError) or _read_only(error):
             raise classify(error) from error
         if error.connection_invalidated:

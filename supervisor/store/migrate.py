@@ -44,18 +44,32 @@ def upgrade(connection: Connection, revision: str = "head") -> None:
 
 
 def stored_schema_version(connection: Connection) -> int | None:
-    """The ledger's schema version, or ``None`` for a ledger that has no schema yet.
+    """The ledger's schema version, or ``None`` for a database that is empty (no tables).
 
     Raises:
-        LedgerCorrupt: ``ledger_meta`` holds a schema version that is not a positive integer.
+        NotALedger: The database holds tables but no ``ledger_meta``: it belongs to something
+            else, and migrating it would mix the ledger's tables into it (or clash with them).
+        LedgerCorrupt: ``ledger_meta`` holds no schema version, or one that is not a positive
+            integer.
     """
-    if not sa.inspect(connection).has_table("ledger_meta"):
+    inspector = sa.inspect(connection)
+    if not inspector.has_table("ledger_meta"):
+        found = sorted({*inspector.get_table_names(), *inspector.get_view_names()})
+        if found:
+            listed = ", ".join(repr(name[:40]) for name in found[:3])
+            more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+            raise NotALedger(
+                shown_url(connection.engine.url),
+                reason=f"it holds other tables ({listed}{more}) and no ledger_meta",
+            )
         return None
     value = connection.execute(
         sa.text("SELECT value FROM ledger_meta WHERE key = 'schema_version'")
     ).scalar_one_or_none()
     if value is None:
-        return None
+        raise LedgerCorrupt(
+            shown_url(connection.engine.url), reason="its ledger_meta holds no schema version"
+        )
     text = str(value)
     if not (text.isascii() and text.isdecimal()) or int(text) < 1:
         raise LedgerCorrupt(

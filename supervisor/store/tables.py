@@ -45,6 +45,10 @@ def _ts(**kwargs: Any) -> Any:
     return Field(sa_type=UTCDateTime, **kwargs)
 
 
+#: Characters the ledger keeps of an approver id (its column's length; PostgreSQL refuses more).
+APPROVER_ID_MAX = 200
+
+
 class ProposalRow(SQLModel, table=True):
     __tablename__ = "proposal"
     __table_args__ = (
@@ -76,7 +80,7 @@ class ProposalRow(SQLModel, table=True):
     updated_at: datetime = _ts()
     expires_at: datetime = _ts()
     decided_at: datetime | None = _ts(default=None)
-    approver_id: str | None = Field(default=None, max_length=200)
+    approver_id: str | None = Field(default=None, max_length=APPROVER_ID_MAX)
     approver_context_json: str | None = Field(default=None, sa_type=sa.Text)
     decision_reason: str | None = Field(default=None, sa_type=sa.Text)
     supersedes_id: str | None = Field(default=None, max_length=64)

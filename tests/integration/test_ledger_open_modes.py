@@ -142,7 +142,7 @@ def test_sqlite_header_checks(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["mysql://u@h/db", "http://example.com/x", "garbage", "sqlite+pysqlcipher:///x.db",
+    ["mysql://u@h/db", "http://example.com/x", "://garbage", "sqlite+pysqlcipher:///x.db",
      "postgresql+asyncpg://u@h/db", "nosuch://x"],
 )  # fmt: skip
 def test_only_sqlite_and_psycopg_urls_are_ledgers(url: str, tmp_path: Path) -> None:
