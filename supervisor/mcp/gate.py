@@ -13,15 +13,16 @@ import os
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import Proposal, ProposalStatus, ToolRecord, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.tools.contract import Tool
 
 if TYPE_CHECKING:
-    from supervisor.mcp.connection import ElicitationNotice
-    from supervisor.mcp.tool import McpTool
+    from supervisor.mcp.config import McpServerConfig
+    from supervisor.mcp.connection import ElicitationNotice, McpToolSpec
 
 GATE_ACTOR = "supervisor:mcp-gate"
 HANDLE_PREFIX = "mcp:"
@@ -36,6 +37,21 @@ class SchemaChange:
     old_schema_hash: str | None
     new_schema_hash: str | None
     invalidated: tuple[str, ...]
+
+
+class GatedTool(Tool, Protocol):
+    """What the gate reads of an MCP tool (:class:`~supervisor.mcp.tool.McpTool`): the tool
+    contract, the server it runs on and the tool as that server listed it."""
+
+    @property
+    def server(self) -> McpServerConfig:
+        """The server's configuration."""
+        ...
+
+    @property
+    def spec(self) -> McpToolSpec:
+        """The tool as the server listed it."""
+        ...
 
 
 def tool_handle(agent_id: str, tool_name: str) -> str:
@@ -55,7 +71,7 @@ class McpGate:
         self.ledger = ledger
         self.agent_id = agent_id
 
-    def sync(self, tools: Iterable[McpTool]) -> list[SchemaChange]:
+    def sync(self, tools: Iterable[GatedTool]) -> list[SchemaChange]:
         """Record the listed contracts and invalidate grants made under other ones.
 
         Returns:
@@ -77,7 +93,7 @@ class McpGate:
                 self.ledger.upsert_tool(_record(self.agent_id, handle, tool))
         return changes
 
-    def invalidate_stale(self, tool: McpTool) -> list[str]:
+    def invalidate_stale(self, tool: GatedTool) -> list[str]:
         """Cancel pending and revoke approved proposals of ``tool`` made for another contract
         or another server endpoint. Returns their ids."""
         invalidated: list[str] = []
@@ -104,7 +120,7 @@ class McpGate:
 
     def record_schema_change(
         self,
-        tool: McpTool,
+        tool: GatedTool,
         old_hash: str | None,
         new_hash: str | None,
         invalidated: list[str],
@@ -156,7 +172,7 @@ class McpGate:
             ]
         )
 
-    def executing_proposal(self, tool: McpTool, expected_args_hash: str) -> str | None:
+    def executing_proposal(self, tool: GatedTool, expected_args_hash: str) -> str | None:
         """The proposal this process just claimed for exactly this call, if any.
 
         Its id becomes the idempotency key: one approved action, one key, however often the
@@ -195,7 +211,7 @@ class McpGate:
             cursor = page.next_cursor
 
 
-def _record(agent_id: str, handle: str, tool: McpTool) -> ToolRecord:
+def _record(agent_id: str, handle: str, tool: GatedTool) -> ToolRecord:
     return ToolRecord(
         handle=handle,
         agent_id=agent_id,

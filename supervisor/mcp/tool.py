@@ -1,4 +1,4 @@
-"""An MCP server's tool as a governed tool: strict schema, mutation policy, idempotent calls.
+"""An MCP server's tool behind the tool contract: strict schema, mutation policy, idempotent calls.
 
 A tool counts as mutating unless its server is trusted *and* the tool is annotated
 ``readOnlyHint``; mutating tools require approval. The tool's identity is server name + tool
@@ -10,6 +10,7 @@ contract changed since it was approved, and carries an idempotency key in the re
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from typing import TYPE_CHECKING, Any, Protocol
@@ -27,13 +28,16 @@ from supervisor.mcp.schema import (
     validate_arguments,
 )
 from supervisor.outcomes import ToolOutcome, ToolOutcomeStatus, ToolResult, resolve_outcome
-from supervisor.tools import dispatch as _dispatch
-from supervisor.tools.dispatch import Arguments, PreparedCall, ToolCallResult
+from supervisor.tools.contract import (
+    Arguments,
+    PreparedCall,
+    ToolCallResult,
+    approval_refusal,
+    error_result,
+)
 from supervisor.tools.errors import ToolCallError
-from supervisor.tools.governed import GovernedTool
-from supervisor.tools.openai_schema import openai_tool
+from supervisor.tools.openai_schema import OpenAITool, openai_tool
 from supervisor.tools.policy import ToolPolicy
-from supervisor.tools.schema import CompiledSignature
 
 if TYPE_CHECKING:
     from supervisor.mcp.connection import McpCallResult, McpToolSpec
@@ -83,8 +87,14 @@ def governed_name(server: str, tool: str) -> str:
     return name
 
 
-class McpTool(GovernedTool[..., Any]):
-    """A governed tool that calls one tool of one MCP server.
+class McpTool:
+    """One tool of one MCP server, implementing the :class:`~supervisor.tools.contract.Tool`
+    contract.
+
+    Validation is the server's JSON Schema made strict (:mod:`supervisor.mcp.schema`); a call
+    that needs approval gets the contract's one approval refusal before the server is asked.
+    Calling the object (``tool(**arguments)``) is a direct host-code call: validated, and still
+    refused for a mutation.
 
     Args:
         caller: The live connection to the server.
@@ -95,6 +105,9 @@ class McpTool(GovernedTool[..., Any]):
     Raises:
         ToolDefinitionError: unusable name, non-object schema or reserved parameters.
     """
+
+    #: An MCP tool is rebound by reconnecting to its server, never imported.
+    import_ref: str | None = None
 
     def __init__(
         self,
@@ -113,9 +126,10 @@ class McpTool(GovernedTool[..., Any]):
         self.name = name
         self.description = spec.description or f"{spec.name} on MCP server {config.name}"
         self.parameters = strict_parameters(name, spec.input_schema)
+        self._parameter_names = tuple(self.parameters["properties"])
         self._validator = compile_validator(spec.input_schema, self.parameters)
         self.schema_hash = mcp_schema_hash(config.name, spec.name, spec.input_schema)
-        self.openai = openai_tool(name, self.description, self.parameters)
+        self.openai: OpenAITool = openai_tool(name, self.description, self.parameters)
         reason = None
         if not self.read_only:
             why = "not annotated read-only" if config.trust == "trusted" else "untrusted server"
@@ -136,32 +150,21 @@ class McpTool(GovernedTool[..., Any]):
             "transport": config.transport,
             "endpoint_sha256": config.endpoint_fingerprint(),
         }
-        self.signature = CompiledSignature(
-            args_model=_McpArguments,
-            parameters=self.parameters,
-            parameter_names=tuple(self.parameters["properties"]),
-            description=self.description,
-        )
-        self.validate_json = self._validate_json
-        self.is_async = False
-        self.import_ref = None
-        self.function = self._call_unapproved
-        self.__doc__ = self.description
+
+    def __call__(self, **arguments: Any) -> Any:
+        """Direct host-code call: validated, still gated for mutations; returns the value."""
+        return self.dispatch(arguments).value
 
     def __repr__(self) -> str:
         kind = "read-only" if self.read_only else "mutating"
         return f"<McpTool {self.name} {kind} {self.schema_hash[:12]}>"
 
+    @property
+    def json_schema(self) -> dict[str, Any]:
+        """The tool as ``{"name", "description", "parameters"}`` (strict JSON Schema)."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
     # -- validation ------------------------------------------------------------------------
-
-    def _validated(self, arguments: Any) -> dict[str, Any]:
-        parsed = parse_arguments(self.name, arguments)
-        return validate_arguments(
-            self.name, self._validator, self.parameters, parsed, self.openai.null_means_default
-        )
-
-    def _validate_json(self, raw: str | bytes) -> BaseModel:
-        return _McpArguments.model_validate(self._validated(raw))
 
     def prepare(self, arguments: Arguments) -> PreparedCall:
         """Validate a model's arguments against the strict schema without calling the server.
@@ -169,8 +172,13 @@ class McpTool(GovernedTool[..., Any]):
         Raises:
             ToolCallError: refused arguments (see :mod:`supervisor.mcp.schema`).
         """
-        validated = _McpArguments.model_validate(self._validated(arguments))
-        return PreparedCall(self.name, validated, self.signature.parameter_names)
+        parsed = parse_arguments(self.name, arguments)
+        validated = validate_arguments(
+            self.name, self._validator, self.parameters, parsed, self.openai.null_means_default
+        )
+        return PreparedCall(
+            self.name, _McpArguments.model_validate(validated), self._parameter_names
+        )
 
     # -- execution -------------------------------------------------------------------------
 
@@ -182,25 +190,17 @@ class McpTool(GovernedTool[..., Any]):
             approved: The caller claimed an approval for exactly these arguments; without it a
                 mutating tool returns ``approval_required`` and the server is not called.
         """
-        arguments = prepared.arguments
-        if self.policy.requires_approval and not approved:
-            error = ToolCallError(
-                "approval_required",
-                f"{self.name} requires human approval before it runs "
-                f"({self.policy.approval_reason}).",
-                self.name,
-            )
-            return _dispatch.error_result(self.name, error, arguments)
+        refused = approval_refusal(self, prepared, approved)
+        if refused is not None:
+            return refused
         started = time.perf_counter()
-        returned = self._call(arguments)
+        returned = self._call(prepared.arguments)
         value, outcome = resolve_outcome(returned)
         latency_ms = (time.perf_counter() - started) * 1000.0
         return ToolCallResult(self.name, value, outcome, None, None, latency_ms)
 
     async def aexecute(self, prepared: PreparedCall, *, approved: bool = False) -> ToolCallResult:
         """Async :meth:`execute` (the blocking call runs in a worker thread)."""
-        import asyncio
-
         return await asyncio.to_thread(self.execute, prepared, approved=approved)
 
     def dispatch(self, arguments: Arguments, *, approved: bool = False) -> ToolCallResult:
@@ -208,7 +208,7 @@ class McpTool(GovernedTool[..., Any]):
         try:
             prepared = self.prepare(arguments)
         except ToolCallError as error:
-            return _dispatch.error_result(self.name, error)
+            return error_result(self.name, error)
         return self.execute(prepared, approved=approved)
 
     async def adispatch(self, arguments: Arguments, *, approved: bool = False) -> ToolCallResult:
@@ -216,13 +216,8 @@ class McpTool(GovernedTool[..., Any]):
         try:
             prepared = self.prepare(arguments)
         except ToolCallError as error:
-            return _dispatch.error_result(self.name, error)
+            return error_result(self.name, error)
         return await self.aexecute(prepared, approved=approved)
-
-    def _call_unapproved(self, **arguments: Any) -> Any:
-        """Direct host-code call (``tool(**kwargs)``): validated, still gated for mutations."""
-        result = self.dispatch(arguments)
-        return result.value
 
     def _call(self, arguments: dict[str, Any]) -> ToolResult[Any]:
         from supervisor.mcp.connection import McpUnavailable

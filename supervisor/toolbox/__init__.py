@@ -28,7 +28,7 @@ from supervisor.toolbox.meta import (
     parse_discovery,
     parse_invocation,
 )
-from supervisor.toolbox.records import tool_handle
+from supervisor.toolbox.registry_rows import tool_handle
 from supervisor.toolbox.selection import RankedTool, Selection
 from supervisor.toolbox.text import stem, tokenize
 from supervisor.toolbox.toolbox import Toolbox, ToolEntry

@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from supervisor.tools.governed import GovernedTool
-
-AnyTool = GovernedTool[..., Any]
+from supervisor.tools.contract import Tool
 
 #: Characters of the query kept in a trace (the full query is in the conversation itself).
 TRACE_QUERY_CHARS = 200
@@ -25,7 +23,7 @@ class RankedTool:
         source: ``ranked`` (top-k) or ``always_visible`` (revealed by policy).
     """
 
-    tool: AnyTool
+    tool: Tool
     handle: str
     score: float
     source: Literal["ranked", "always_visible"] = "ranked"
@@ -60,7 +58,7 @@ class Selection:
         return self.ranked + self.always_visible
 
     @property
-    def tools(self) -> list[AnyTool]:
+    def tools(self) -> list[Tool]:
         """The revealed governed tools, in order."""
         return [entry.tool for entry in self.revealed]
 

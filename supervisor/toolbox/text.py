@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from supervisor.tools.contract import Tool
 from supervisor.tools.docstrings import parse_docstring
 from supervisor.tools.governed import GovernedTool
 
@@ -159,15 +160,18 @@ def schema_text(parameters: dict[str, Any]) -> str:
     return " ".join(_schema_words(parameters, set()))
 
 
-def augmented_text(tool: GovernedTool[..., Any]) -> str:
-    """Extra search text derived without a model: the docstring beyond its summary."""
-    doc = getattr(tool.function, "__doc__", None) or ""
+def augmented_text(tool: Tool) -> str:
+    """Extra search text derived without a model: the docstring beyond its summary.
+
+    Only a Python function has a docstring; any other tool (an MCP server's) adds nothing.
+    """
+    doc = (tool.function.__doc__ if isinstance(tool, GovernedTool) else None) or ""
     parsed = parse_docstring(doc)
     rest = doc.replace(parsed.summary, "", 1) if parsed.summary else doc
     return " ".join(rest.split())
 
 
-def search_text(tool: GovernedTool[..., Any], *, augment: bool = False) -> SearchText:
+def search_text(tool: Tool, *, augment: bool = False) -> SearchText:
     """The indexed fields of ``tool``.
 
     Args:

@@ -17,7 +17,7 @@ from supervisor.toolbox.embedding import Embedder, EmbeddingIndex, reciprocal_ra
 from supervisor.toolbox.errors import ReservedToolName, ToolOutOfScope, UnknownToolHandle
 from supervisor.toolbox.lexical import DEFAULT_SYNONYMS, LexicalIndex
 from supervisor.toolbox.meta import MAX_DISCOVER_LIMIT, META_TOOL_NAMES, meta_tool_definitions
-from supervisor.toolbox.records import (
+from supervisor.toolbox.registry_rows import (
     is_active,
     record_users,
     retire_record,
@@ -27,14 +27,13 @@ from supervisor.toolbox.records import (
 )
 from supervisor.toolbox.selection import RankedTool, Selection
 from supervisor.toolbox.text import SearchText, search_text
-from supervisor.tools.governed import GovernedTool
+from supervisor.tools.contract import Tool
 from supervisor.tools.registry import ToolRegistry, as_governed
 
 if TYPE_CHECKING:
     from supervisor.provider import SQLModelProvider
 
-AnyTool = GovernedTool[..., Any]
-ToolLike = AnyTool | Callable[..., Any]
+ToolLike = Tool | Callable[..., Any]
 
 #: How deep each ranking goes before reciprocal rank fusion.
 FUSION_DEPTH = 50
@@ -46,7 +45,7 @@ class ToolEntry:
     """A tool in the toolbox with its handle, user scope and indexed text."""
 
     handle: str
-    tool: AnyTool
+    tool: Tool
     users: frozenset[str] | None
     text: SearchText
 
@@ -152,7 +151,7 @@ class Toolbox:
             else ToolRegistry(registry_or_tools)
         )
         toolbox = cls(agent_id, memory_provider=memory_provider, augment=augment, embedder=embedder)
-        bound: list[tuple[AnyTool, frozenset[str] | None]] = []
+        bound: list[tuple[Tool, frozenset[str] | None]] = []
         for record in memory_provider.ledger.list_tools(agent_id):
             if not is_active(record):
                 continue
@@ -201,7 +200,7 @@ class Toolbox:
             sync_records(self.memory_provider.ledger, self.agent_id, records)
         return handles
 
-    def _index(self, tools: list[AnyTool], users: frozenset[str] | None) -> list[str]:
+    def _index(self, tools: list[Tool], users: frozenset[str] | None) -> list[str]:
         handles: list[str] = []
         to_embed: list[tuple[str, str]] = []
         for tool in tools:
@@ -253,7 +252,7 @@ class Toolbox:
     def __contains__(self, name_or_handle: object) -> bool:
         return name_or_handle in self._by_handle or name_or_handle in self._by_name
 
-    def __iter__(self) -> Iterator[AnyTool]:
+    def __iter__(self) -> Iterator[Tool]:
         return (entry.tool for entry in self._by_name.values())
 
     def handles(self) -> dict[str, str]:
@@ -403,7 +402,7 @@ class Toolbox:
 
     def resolve_handle(
         self, handle: str, policy: ContextPolicy, user_id: str | None = None
-    ) -> AnyTool:
+    ) -> Tool:
         """The governed tool behind a handle, if the caller's scope admits it.
 
         Args:
@@ -434,7 +433,7 @@ class Toolbox:
             )
         return entry.tool
 
-    def resolve_name(self, name: str, policy: ContextPolicy, user_id: str | None = None) -> AnyTool:
+    def resolve_name(self, name: str, policy: ContextPolicy, user_id: str | None = None) -> Tool:
         """Like :meth:`resolve_handle`, for a revealed tool the model called by name.
 
         Raises:

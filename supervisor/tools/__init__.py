@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from supervisor.tools.dispatch import PreparedCall, ToolCallResult
+from supervisor.tools.contract import PreparedCall, Tool, ToolCallResult
 from supervisor.tools.errors import ArgumentProblem, ToolCallError
 from supervisor.tools.governed import GovernedTool, governed_tool
 from supervisor.tools.policy import RESERVED_PARAMETER_NAMES, ToolPolicy
@@ -14,6 +14,7 @@ __all__ = [
     "GovernedTool",
     "PreparedCall",
     "RegistryEntry",
+    "Tool",
     "ToolCallError",
     "ToolCallResult",
     "ToolPolicy",

@@ -24,28 +24,46 @@ import asyncio
 import json
 import time
 import traceback
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from functools import cached_property
+from collections.abc import Callable
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
-from supervisor.outcomes import ToolOutcome, ToolOutcomeStatus, resolve_outcome
+from supervisor.outcomes import ToolOutcome, resolve_outcome
 from supervisor.outcomes.legacy import STRUCTURAL_KEYS
 from supervisor.redact import redact
+from supervisor.tools.contract import (
+    Arguments,
+    PreparedCall,
+    Tool,
+    ToolCallResult,
+    approval_refusal,
+    error_result,
+)
 from supervisor.tools.errors import ArgumentProblem, CallErrorCode, ToolCallError
 from supervisor.tools.policy import is_reserved_name
 from supervisor.tools.results import NotSerializable, to_json_value
 
 if TYPE_CHECKING:
-    from supervisor.tools.governed import GovernedTool
+    from supervisor.tools.schema import CompiledSignature
 
-    AnyTool = GovernedTool[..., Any]
-
-Arguments = str | bytes | bytearray | Mapping[str, Any] | None
+# Beside the pipeline, the contract's names it produces (the runtime imports them from here).
+__all__ = [
+    "PLAIN_SUCCESS",
+    "Arguments",
+    "FunctionTool",
+    "PreparedCall",
+    "ToolCallResult",
+    "aexecute",
+    "dispatch",
+    "error_result",
+    "execute",
+    "is_plain_json_record",
+    "prepare",
+    "secret_argument_values",
+]
 
 _PRIORITY: tuple[CallErrorCode, ...] = (
     "invalid_json",
@@ -58,76 +76,37 @@ _PRIORITY: tuple[CallErrorCode, ...] = (
 PLAIN_SUCCESS = ToolOutcome()
 
 
-@dataclass
-class PreparedCall:
-    """Arguments that passed validation, ready to bind (or to propose for approval)."""
-
-    tool_name: str
-    validated: BaseModel
-    parameter_names: tuple[str, ...]
-
-    @cached_property
-    def arguments(self) -> dict[str, Any]:
-        """The validated arguments, defaults applied, as JSON data (what an approval binds)."""
-        dumped: dict[str, Any] = self.validated.model_dump(mode="json")
-        return dumped
-
-    def kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for the Python function."""
-        # The argument model's fields are exactly the parameters, in signature order.
-        return dict(self.validated.__dict__)
-
-
-@dataclass(slots=True)
-class ToolCallResult:
-    """What one governed call produced (treat as read-only).
-
-    Attributes:
-        tool_name: The tool called.
-        value: JSON data for the model: the unwrapped result, or ``{"error": {...}}``.
-        outcome: Content-free evidence of how the call went (never sent to the model), as
-            the tool reported it or legacy inference read it from the result.
-        error: Why the call was refused or failed, if it was.
-        arguments: Validated arguments (JSON data), when validation passed.
-        latency_ms: How long the tool ran, in milliseconds, when it ran.
-    """
-
-    tool_name: str
-    value: Any
-    outcome: ToolOutcome
-    error: ToolCallError | None = None
-    arguments: dict[str, Any] | None = field(default=None, repr=False)
-    latency_ms: float | None = None
+class FunctionTool(Tool, Protocol):
+    """A :class:`~supervisor.tools.contract.Tool` backed by a Python function: what this
+    pipeline reads beyond the contract (``GovernedTool`` implements it)."""
 
     @property
-    def ok(self) -> bool:
-        """True when the tool ran and its outcome is usable."""
-        return self.error is None and self.outcome.usable
+    def function(self) -> Callable[..., Any]:
+        """The Python function a call runs."""
+        ...
 
-    def evidence(self) -> dict[str, Any]:
-        """The outcome's content-free evidence, with the latency this call measured.
+    @property
+    def signature(self) -> CompiledSignature:
+        """The function's compiled argument model, parameter names and secret parameters."""
+        ...
 
-        The outcome stays what the tool reported (a plain success is one shared, immutable
-        ``ToolOutcome()``); the dispatcher's own measurement is ``latency_ms`` on the result
-        and takes the place of any latency the tool reported.
-        """
-        evidence = self.outcome.evidence()
-        if self.latency_ms is not None:
-            evidence["latency_ms"] = self.latency_ms
-        return evidence
+    @property
+    def validate_json(self) -> Callable[[str | bytes], BaseModel]:
+        """Strict validation of JSON text into the argument model."""
+        ...
 
-    def timed_outcome(self) -> ToolOutcome:
-        """The outcome with the measured latency in it (a new object when one was measured)."""
-        if self.latency_ms is None:
-            return self.outcome
-        return self.outcome.with_latency(self.latency_ms)
+    @property
+    def is_async(self) -> bool:
+        """The function is a coroutine function."""
+        ...
 
-    def model_content(self) -> str:
-        """The value as the JSON text placed in the model's tool message."""
-        return json.dumps(self.value, ensure_ascii=False)
+    @property
+    def runs_inline(self) -> bool:
+        """Dispatch may call it right away: synchronous and needing no approval."""
+        ...
 
 
-def dispatch(tool: AnyTool, arguments: Arguments, *, approved: bool) -> ToolCallResult:
+def dispatch(tool: FunctionTool, arguments: Arguments, *, approved: bool) -> ToolCallResult:
     """Validate and run a model's call; every refusal or failure becomes an error result.
 
     This is :func:`prepare` followed by :func:`execute`, fused because it is the hot path.
@@ -161,7 +140,7 @@ def dispatch(tool: AnyTool, arguments: Arguments, *, approved: bool) -> ToolCall
     return _finish(tool, returned, latency_ms)
 
 
-def prepare(tool: AnyTool, arguments: Arguments) -> PreparedCall:
+def prepare(tool: FunctionTool, arguments: Arguments) -> PreparedCall:
     """Parse and validate ``arguments`` for ``tool``.
 
     Raises:
@@ -177,9 +156,9 @@ def prepare(tool: AnyTool, arguments: Arguments) -> PreparedCall:
     return PreparedCall(tool.name, validated, tool.signature.parameter_names)
 
 
-def execute(tool: AnyTool, prepared: PreparedCall, *, approved: bool) -> ToolCallResult:
+def execute(tool: FunctionTool, prepared: PreparedCall, *, approved: bool) -> ToolCallResult:
     """Call a synchronous tool with prepared arguments and report the outcome."""
-    refused = _approval_refusal(tool, prepared, approved)
+    refused = approval_refusal(tool, prepared, approved)
     if refused is not None:
         return refused
     started = time.perf_counter()
@@ -192,9 +171,9 @@ def execute(tool: AnyTool, prepared: PreparedCall, *, approved: bool) -> ToolCal
     return _finish(tool, returned, (time.perf_counter() - started) * 1000.0)
 
 
-async def aexecute(tool: AnyTool, prepared: PreparedCall, *, approved: bool) -> ToolCallResult:
+async def aexecute(tool: FunctionTool, prepared: PreparedCall, *, approved: bool) -> ToolCallResult:
     """Call a tool from async code: coroutines are awaited, sync tools run in a thread."""
-    refused = _approval_refusal(tool, prepared, approved)
+    refused = approval_refusal(tool, prepared, approved)
     if refused is not None:
         return refused
     started = time.perf_counter()
@@ -206,14 +185,6 @@ async def aexecute(tool: AnyTool, prepared: PreparedCall, *, approved: bool) -> 
     except Exception as exc:
         return _exception_result(tool, prepared, exc)
     return _finish(tool, returned, (time.perf_counter() - started) * 1000.0)
-
-
-def error_result(
-    tool_name: str, error: ToolCallError, arguments: dict[str, Any] | None = None
-) -> ToolCallResult:
-    """A result that reports ``error`` to the model and as an ``error`` outcome."""
-    outcome = ToolOutcome(status=ToolOutcomeStatus.ERROR, reason_code=error.code)
-    return ToolCallResult(tool_name, error.to_model(), outcome, error, arguments)
 
 
 def is_plain_json_record(value: dict[Any, Any]) -> bool:
@@ -244,20 +215,7 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
-def _approval_refusal(
-    tool: AnyTool, prepared: PreparedCall, approved: bool
-) -> ToolCallResult | None:
-    if approved or not tool.policy.requires_approval:
-        return None
-    error = ToolCallError(
-        "approval_required",
-        f"{tool.name} requires human approval before it runs ({tool.policy.approval_reason}).",
-        tool.name,
-    )
-    return error_result(tool.name, error, prepared.arguments)
-
-
-def _finish(tool: AnyTool, returned: Any, latency_ms: float) -> ToolCallResult:
+def _finish(tool: FunctionTool, returned: Any, latency_ms: float) -> ToolCallResult:
     value, outcome = resolve_outcome(returned)
     try:
         value = to_json_value(value)
@@ -273,7 +231,7 @@ def _finish(tool: AnyTool, returned: Any, latency_ms: float) -> ToolCallResult:
     return ToolCallResult(tool.name, value, outcome, None, None, latency_ms)
 
 
-def secret_argument_values(tool: AnyTool, prepared: PreparedCall) -> list[str]:
+def secret_argument_values(tool: FunctionTool, prepared: PreparedCall) -> list[str]:
     """The values of the call's arguments the tool marks ``Secret``, as text.
 
     A string is itself; any other value gives its JSON and ``str`` forms and every string
@@ -312,7 +270,7 @@ def _strings_in(value: Any) -> list[str]:
     return []
 
 
-def _exception_result(tool: AnyTool, prepared: PreparedCall, exc: Exception) -> ToolCallResult:
+def _exception_result(tool: FunctionTool, prepared: PreparedCall, exc: Exception) -> ToolCallResult:
     frames = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=8))
     error = ToolCallError(
         "tool_exception",
@@ -323,7 +281,7 @@ def _exception_result(tool: AnyTool, prepared: PreparedCall, exc: Exception) -> 
     return error_result(tool.name, error)
 
 
-def _raw_json(tool: AnyTool, arguments: Arguments) -> bytes | str:
+def _raw_json(tool: FunctionTool, arguments: Arguments) -> bytes | str:
     if type(arguments) is str:
         raw: bytes | str = arguments
     elif arguments is None:
@@ -369,7 +327,7 @@ def _path(location: tuple[int | str, ...]) -> str | None:
     return text
 
 
-def _refusal(tool: AnyTool, exc: ValidationError) -> ToolCallError:
+def _refusal(tool: FunctionTool, exc: ValidationError) -> ToolCallError:
     declared = ", ".join(tool.signature.parameter_names) or "no arguments"
     problems: list[ArgumentProblem] = []
     for item in exc.errors(include_url=False):

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from supervisor.errors import ToolDefinitionError
 from supervisor.tools import dispatch as _dispatch
-from supervisor.tools.dispatch import Arguments, PreparedCall, ToolCallResult
+from supervisor.tools.contract import Arguments, PreparedCall, ToolCallResult, error_result
 from supervisor.tools.errors import ToolCallError
 from supervisor.tools.openai_schema import OpenAITool, openai_tool
 from supervisor.tools.policy import ToolPolicy
@@ -26,6 +26,9 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 class GovernedTool(Generic[P, R]):
     """A function wrapped with its strict schema, policy and dispatch pipeline.
+
+    It implements the :class:`~supervisor.tools.contract.Tool` contract (and the pipeline's
+    :class:`~supervisor.tools.dispatch.FunctionTool`).
 
     Calling the object calls the function directly (host code stays ordinary Python); a model's
     call goes through :meth:`dispatch`, which validates before anything runs.
@@ -128,7 +131,7 @@ class GovernedTool(Generic[P, R]):
         try:
             prepared = self.prepare(arguments)
         except ToolCallError as error:
-            return _dispatch.error_result(self.name, error)
+            return error_result(self.name, error)
         return await self.aexecute(prepared, approved=approved)
 
 

@@ -20,9 +20,8 @@ from supervisor.errors import (
     ReferenceNotImportable,
     UnknownToolError,
 )
+from supervisor.tools.contract import Tool
 from supervisor.tools.governed import GovernedTool, governed_tool
-
-AnyTool = GovernedTool[..., Any]
 
 
 @dataclass(frozen=True)
@@ -39,10 +38,11 @@ class RegistryEntry:
     side_effects: bool
 
 
-def as_governed(tool: AnyTool | Callable[..., Any]) -> AnyTool:
-    """Return ``tool`` as a GovernedTool; a plain function gets governed_tool's defaults
+def as_governed(tool: Tool | Callable[..., Any]) -> Tool:
+    """Return ``tool`` as a :class:`Tool`; a plain function gets governed_tool's defaults
     (deterministic, no side effects, no approval)."""
-    if isinstance(tool, GovernedTool):
+    # The concrete check first: it is the common case and far cheaper than the Protocol's.
+    if isinstance(tool, GovernedTool) or isinstance(tool, Tool):
         return tool
     return governed_tool(tool)
 
@@ -52,11 +52,11 @@ class ToolRegistry:
 
     def __init__(
         self,
-        tools: Iterable[AnyTool | Callable[..., Any]] = (),
+        tools: Iterable[Tool | Callable[..., Any]] = (),
         *,
         allowlist: Iterable[str] = (),
     ) -> None:
-        self._tools: dict[str, AnyTool] = {}
+        self._tools: dict[str, Tool] = {}
         self.allowlist: frozenset[str] = frozenset(allowlist)
         for tool in tools:
             self.register(tool)
@@ -64,7 +64,7 @@ class ToolRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
-    def __iter__(self) -> Iterator[AnyTool]:
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
 
     def __len__(self) -> int:
@@ -74,7 +74,7 @@ class ToolRegistry:
         """Registered tool names, in registration order."""
         return list(self._tools)
 
-    def register(self, tool: AnyTool | Callable[..., Any], *, replace: bool = False) -> AnyTool:
+    def register(self, tool: Tool | Callable[..., Any], *, replace: bool = False) -> Tool:
         """Add a tool. Registering the same tool twice is a no-op.
 
         Raises:
@@ -93,7 +93,7 @@ class ToolRegistry:
         self._tools[governed.name] = governed
         return governed
 
-    def get(self, name: str) -> AnyTool:
+    def get(self, name: str) -> Tool:
         """The tool registered under ``name``.
 
         Raises:
@@ -129,7 +129,7 @@ class ToolRegistry:
         module, _, _ = reference.partition(":")
         return reference in self.allowlist or f"{module}:*" in self.allowlist
 
-    def resolve(self, reference: str, *, expected_schema_hash: str | None = None) -> AnyTool:
+    def resolve(self, reference: str, *, expected_schema_hash: str | None = None) -> Tool:
         """Import an allowlisted ``module:qualname`` and return the governed tool there.
 
         Raises:
@@ -164,7 +164,7 @@ class ToolRegistry:
                 raise ReferenceMismatch(
                     f"{reference!r} names nothing in {module_name}.", reference=reference
                 )
-        if not isinstance(target, GovernedTool):
+        if not isinstance(target, Tool):
             raise ReferenceMismatch(
                 f"{reference!r} is a {type(target).__name__}, not a governed tool.",
                 hint="Decorate the function with @governed_tool.",
@@ -178,10 +178,9 @@ class ToolRegistry:
                 expected=expected_schema_hash,
                 found=target.schema_hash,
             )
-        governed: AnyTool = target
-        return governed
+        return target
 
-    def rebind(self, name: str, reference: str | None, schema_hash: str) -> AnyTool:
+    def rebind(self, name: str, reference: str | None, schema_hash: str) -> Tool:
         """The live tool for a recorded ``(name, reference, schema_hash)``.
 
         The live registry wins; otherwise the allowlisted reference is imported.

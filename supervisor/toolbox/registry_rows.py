@@ -1,4 +1,4 @@
-"""Stable tool handles and the toolbox's rows in the ledger's tool registry.
+"""The toolbox's rows in the ledger's tool registry, and the stable handles that key them.
 
 A handle is ``"tb_"`` plus the first 16 hex digits of the SHA-256 of the canonical JSON
 ``{"agent": agent_id, "name": tool_name, "schema_hash": schema_hash}``: the same tool contract
@@ -14,12 +14,10 @@ from typing import Any, Protocol
 
 from supervisor.canonical import canonical_hash
 from supervisor.ledger.models import ToolRecord
-from supervisor.tools.governed import GovernedTool
+from supervisor.tools.contract import Tool
 
 HANDLE_PREFIX = "tb_"
 HANDLE_HEX_DIGITS = 16
-
-AnyTool = GovernedTool[..., Any]
 
 
 class ToolRegistryStore(Protocol):
@@ -45,9 +43,7 @@ def tool_handle(agent_id: str, tool_name: str, schema_hash: str) -> str:
     return HANDLE_PREFIX + digest[:HANDLE_HEX_DIGITS]
 
 
-def tool_record(
-    agent_id: str, handle: str, tool: AnyTool, users: frozenset[str] | None
-) -> ToolRecord:
+def tool_record(agent_id: str, handle: str, tool: Tool, users: frozenset[str] | None) -> ToolRecord:
     """The ledger row of one toolbox tool: contract, scope and policy flags (never code)."""
     policy = tool.policy
     flags: dict[str, Any] = {
