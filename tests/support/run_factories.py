@@ -1,13 +1,14 @@
 """Agent factories for ``supervisor run support.run_factories:NAME`` in tests.
 
 The model comes from OPENAI_BASE_URL / OPENAI_API_KEY (a scripted model the test starts, e.g.
-``ScriptedModel(demo_turn)``) and the ledger from SUPERVISOR_DB (or ``--db``).
+``ScriptedModel(demo_turn)``) and the ledger from SUPERVISOR_DB (or ``--db``). The tools are
+``support.agents``'s, which count side effects in the file named by ``SIDE_EFFECT_FILE``.
 """
 
 from __future__ import annotations
 
 from supervisor import MemAgent, MemAgentBuilder
-from supervisor.demo.tools import create_customer, inventory_lookup
+from support.agents import create_customer, inventory_lookup
 
 
 def crm_builder() -> MemAgentBuilder:

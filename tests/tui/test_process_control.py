@@ -41,6 +41,7 @@ def control(provider: SQLModelProvider, model: ScriptedModel, tmp_path: Path) ->
     env = {
         **model.env(),
         "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+        "SIDE_EFFECT_FILE": str(tmp_path / "side_effects.log"),
     }
     return ProcessControl(provider.ledger, provider.url, logs=tmp_path / "logs", env=env)
 
