@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from support.agents import create_customer, inventory_lookup, side_effects
 
 from supervisor import MemAgentBuilder
-from supervisor.demo.tools import create_customer, inventory_lookup
 from supervisor.testing import (
     CallTools,
     Reply,
@@ -27,7 +29,10 @@ def test_assert_refused_passes_and_fails_as_documented() -> None:
         assert_refused(inventory_lookup, {"sku": 1}, "unknown_argument")
 
 
-def test_scripted_model_temporary_ledger_and_approve_all() -> None:
+def test_scripted_model_temporary_ledger_and_approve_all(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SIDE_EFFECT_FILE", str(tmp_path / "side_effects.log"))
     script: list[Turn] = [
         CallTools([ToolCall("create_customer", {"name": "Ada", "email": "a@b.c"})]),
         Reply("created"),
@@ -44,3 +49,4 @@ def test_scripted_model_temporary_ledger_and_approve_all() -> None:
         (proposal_id,) = approve_all(agent)
         resumed = agent.resume_approval(proposal_id, continue_model=True)
         assert resumed.consumed and resumed.assistant_response == "created"
+        assert side_effects() == ["create_customer Ada a@b.c"]

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from time import monotonic
 
 from textual import events
-from tui_helpers import main_screen, propose, record_notifications, wait_for
+from textual.widgets import Static
+from tui_helpers import drawn_text, main_screen, propose, record_notifications, wait_for
 
 from screens.app import SupervisorApp, make_app
+from screens.confirm_dialog import ConfirmDialog
+from screens.edit_arguments_screen import EditArgumentsScreen
+from screens.reason_dialog import ReasonDialog
+from screens.widgets.detail.arguments_view import ArgumentsView
 from screens.widgets.detail.detail_pane import DetailPane
 from screens.widgets.inbox.inbox_pane import InboxPane
 from supervisor.ledger.models import ProposalStatus
@@ -27,8 +33,13 @@ async def test_approve_changes_the_ledger_with_tui_identity(
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
         await wait_for(pilot, lambda: screen.guard is not None)
+        assert screen.key_at is None
         await pilot.press("enter")  # Enter never approves
-        await pilot.pause(0.2)
+        # Enter is bound to nothing, so the app shows nothing for it; the screen records when
+        # each key reached it, which proves this one was handled before the check below.
+        await wait_for(pilot, lambda: screen.key_at is not None)
+        await app.workers.wait_for_complete()  # no decision is still on its way to the ledger
+        assert app.screen is screen
         assert provider.ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
         await pilot.press("a")
         await wait_for(
@@ -54,12 +65,17 @@ async def test_guard_blocks_approval_until_every_argument_line_was_drawn(
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
         await wait_for(pilot, lambda: screen.selected is not None)
-        await pilot.pause(0.3)
+        fields = screen.query_one("#detail-fields", Static)
+        await wait_for(
+            pilot, lambda: bool(re.search(r"shown \d+/\d+ rows — scroll", drawn_text(fields)))
+        )
         assert screen.guard is None
         await pilot.press("a")
-        await pilot.pause(0.3)
+        await wait_for(
+            pilot, lambda: any("Scroll through all of the arguments" in n for n in notes)
+        )
+        await app.workers.wait_for_complete()
         assert provider.ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
-        assert any("Scroll through all of the arguments" in note for note in notes)
         # The service refuses too, whatever the UI does.
         assert not screen.approvals.has_guard(proposal.proposal_id)
         await pilot.press("d")
@@ -140,9 +156,13 @@ async def test_reject_asks_for_a_reason(
         screen = main_screen(app)
         await wait_for(pilot, lambda: screen.selected is not None)
         await pilot.press("r")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog))
+        dialog = app.screen
         await pilot.press("enter")  # empty reason is refused
-        await pilot.pause(0.1)
+        error = dialog.query_one("#reason-error", Static)
+        await wait_for(pilot, lambda: "A reason is required." in drawn_text(error))
+        await app.workers.wait_for_complete()
+        assert app.screen is dialog
         assert provider.ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
         await pilot.press(*"wrong tier")
         await pilot.press("enter")
@@ -163,7 +183,7 @@ async def test_edit_creates_a_superseding_proposal(
         screen = main_screen(app)
         await wait_for(pilot, lambda: screen.guard is not None)
         await pilot.press("e")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: isinstance(app.screen, EditArgumentsScreen))
         editor = app.screen.query_one("#edit-text")
         editor.text = '{"name": "Ada", "tier": "silver"}'  # type: ignore[attr-defined]
         await pilot.press("ctrl+s")
@@ -188,12 +208,12 @@ async def test_edit_refuses_invalid_json(
         screen = main_screen(app)
         await wait_for(pilot, lambda: screen.guard is not None)
         await pilot.press("e")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: isinstance(app.screen, EditArgumentsScreen))
         app.screen.query_one("#edit-text").text = "[1, 2]"  # type: ignore[attr-defined]
         await pilot.press("ctrl+s")
-        await pilot.pause(0.2)
         error = app.screen.query_one("#edit-error")
-        assert "JSON object" in str(error.render())
+        await wait_for(pilot, lambda: "JSON object" in str(error.render()))
+        assert isinstance(app.screen, EditArgumentsScreen)
         assert provider.ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
 
 
@@ -223,12 +243,17 @@ async def test_high_risk_domain_needs_a_second_confirmation(
         screen = main_screen(app)
         await wait_for(pilot, lambda: screen.guard is not None)
         await pilot.press("a")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        question = app.screen.query_one(".dialog-question", Static)
+        await wait_for(
+            pilot, lambda: "touches high-risk domains (payments)" in drawn_text(question)
+        )
         await pilot.press("n")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: app.screen is screen)
+        await app.workers.wait_for_complete()
         assert provider.ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
         await pilot.press("a")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
         await pilot.press("y")
         await wait_for(
             pilot,
@@ -246,7 +271,11 @@ async def test_batch_approves_identical_proposals_once(
         screen = main_screen(app)
         await wait_for(pilot, lambda: screen.guard is not None)
         await pilot.press("b")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        question = app.screen.query_one(".dialog-question", Static)
+        await wait_for(
+            pilot, lambda: "Approve 3 identical create_customer proposals" in drawn_text(question)
+        )
         await pilot.press("y")
         await wait_for(
             pilot,
@@ -273,8 +302,8 @@ async def test_filter_narrows_the_inbox_and_new_proposals_arrive_live(
         assert shown.owner == "stock-agent"
         late = propose(provider.ledger, tool="inventory_count", owner="stock-agent")
         await wait_for(pilot, lambda: late.proposal_id in inbox.visible_ids())
-        propose(provider.ledger, tool="send_email", owner="mail-agent")
-        await pilot.pause(0.3)
+        hidden = propose(provider.ledger, tool="send_email", owner="mail-agent")
+        await wait_for(pilot, lambda: hidden.proposal_id in inbox.proposals)
         assert len(inbox.visible_ids()) == 2
         detail = screen.query_one(DetailPane)
         assert detail.proposal is not None
@@ -284,19 +313,22 @@ async def test_keys_typed_faster_than_the_screen_draws_go_where_the_user_sent_th
     provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
 ) -> None:
     """A focus key moves focus before the next key is handled, however fast keys arrive."""
-    first = propose(provider.ledger, tool="create_customer", owner="crm-agent")
+    # Arguments taller than the detail pane, so a PageDown that reaches it scrolls it.
+    arguments = {f"line_{index:03d}": "x" * 10 for index in range(120)}
+    first = propose(provider.ledger, owner="crm-agent", arguments=arguments)
     propose(provider.ledger, tool="inventory_adjust", owner="stock-agent", domains=["inventory"])
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
         inbox = screen.query_one(InboxPane)
-        await wait_for(pilot, lambda: len(inbox.visible_ids()) == 2 and screen.guard is not None)
+        detail = screen.query_one(ArgumentsView)
+        await wait_for(pilot, lambda: len(inbox.visible_ids()) == 2 and detail.rows_seen[0] > 0)
+        assert detail.scroll_y == 0
         # "d" then PageDown in one burst: PageDown scrolls the detail pane, not the inbox.
         now = monotonic()
         _key_at(app, "d", now)
         _key_at(app, "pagedown", now)
-        await wait_for(pilot, lambda: app.focused is screen.query_one("#detail-arguments"))
-        await pilot.pause(0.5)  # time for a misrouted PageDown to move the inbox cursor
+        await wait_for(pilot, lambda: app.focused is detail and detail.scroll_y > 0)
         assert screen.selected is not None and screen.selected.proposal_id == first.proposal_id
         # "/" then text in one burst: the text filters, its "c" does not open the cancel dialog.
         for key in ("slash", *"crm"):
@@ -320,7 +352,7 @@ async def test_cancel_and_extend(
             lambda: provider.ledger.get(proposal.proposal_id).expires_at > proposal.expires_at,
         )
         await pilot.press("c")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: isinstance(app.screen, ReasonDialog))
         await pilot.press("enter")
         await wait_for(
             pilot,

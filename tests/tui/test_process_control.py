@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.run_factories import CRM_QUERY, crm_turn
 from tui_helpers import record_notifications, wait_for
 
 from screens.app import make_app
@@ -17,7 +18,6 @@ from screens.log_screen import LogScreen
 from screens.main_screen import MainScreen
 from screens.run_dialog import RunDialog
 from screens.widgets.processes.processes_pane import ProcessesPane
-from supervisor.demo.model import SCENARIOS, demo_turn
 from supervisor.ledger.models import ApproverContext, ProcessRecord, ProposalStatus
 from supervisor.provider import SQLModelProvider
 from supervisor.scripted_model import ScriptedModel
@@ -27,12 +27,11 @@ from supervisor.services.settings import SupervisorSettings
 
 SIZE = (150, 45)
 TESTS = Path(__file__).resolve().parent.parent
-CRM_QUERY = SCENARIOS["crm"][0]
 
 
 @pytest.fixture
 def model() -> Iterator[ScriptedModel]:
-    with ScriptedModel(demo_turn) as running:
+    with ScriptedModel(crm_turn) as running:
         yield running
 
 
@@ -41,6 +40,7 @@ def control(provider: SQLModelProvider, model: ScriptedModel, tmp_path: Path) ->
     env = {
         **model.env(),
         "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+        "SIDE_EFFECT_FILE": str(tmp_path / "side_effects.log"),
     }
     return ProcessControl(provider.ledger, provider.url, logs=tmp_path / "logs", env=env)
 

@@ -6,6 +6,7 @@ import inspect
 from typing import Any
 
 import pytest
+from support import agents
 
 from supervisor import GovernedTool, governed_tool
 from supervisor.demo.tools import create_customer, inventory_lookup
@@ -154,7 +155,7 @@ def test_invalid_tool_name_is_refused() -> None:
 
 
 def test_import_reference() -> None:
-    assert inventory_lookup.import_ref == "supervisor.demo.tools:inventory_lookup"
+    assert agents.inventory_lookup.import_ref == "support.agents:inventory_lookup"
 
     @governed_tool
     def local(x: int) -> int:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 
 import pytest
+from support.agents import create_customer, inventory_lookup
 
 from supervisor import ToolRegistry, governed_tool
-from supervisor.demo.tools import create_customer, inventory_lookup
 from supervisor.errors import (
     DuplicateToolError,
     ReferenceMismatch,
@@ -50,34 +50,34 @@ def test_plain_functions_get_default_policy() -> None:
 
 def test_entries_carry_reference_and_hash() -> None:
     (entry,) = ToolRegistry([create_customer]).entries()
-    assert entry.import_ref == "supervisor.demo.tools:create_customer"
+    assert entry.import_ref == "support.agents:create_customer"
     assert entry.schema_hash == create_customer.schema_hash
     assert entry.requires_approval is True
 
 
 def test_reference_off_the_allowlist_is_never_imported() -> None:
     module = "tests_fixture_never_imported"
-    registry = ToolRegistry(allowlist=["supervisor.demo.tools:inventory_lookup"])
+    registry = ToolRegistry(allowlist=["support.agents:inventory_lookup"])
     with pytest.raises(ReferenceNotAllowed):
         registry.resolve(f"{module}:tool")
     with pytest.raises(ReferenceNotAllowed):
-        registry.resolve("supervisor.demo.tools:create_customer")
+        registry.resolve("support.agents:create_customer")
     assert module not in sys.modules
 
 
 def test_allowlisted_references_resolve_by_exact_name_or_module_wildcard() -> None:
-    exact = ToolRegistry(allowlist=["supervisor.demo.tools:inventory_lookup"])
-    assert exact.resolve("supervisor.demo.tools:inventory_lookup") is inventory_lookup
-    wildcard = ToolRegistry(allowlist=["supervisor.demo.tools:*"])
-    assert wildcard.resolve("supervisor.demo.tools:create_customer") is create_customer
+    exact = ToolRegistry(allowlist=["support.agents:inventory_lookup"])
+    assert exact.resolve("support.agents:inventory_lookup") is inventory_lookup
+    wildcard = ToolRegistry(allowlist=["support.agents:*"])
+    assert wildcard.resolve("support.agents:create_customer") is create_customer
 
 
 def test_reference_must_name_a_governed_tool_with_the_recorded_contract() -> None:
-    registry = ToolRegistry(allowlist=["supervisor.demo.tools:*"])
+    registry = ToolRegistry(allowlist=["support.agents:*"])
     with pytest.raises(ReferenceMismatch):
-        registry.resolve("supervisor.demo.tools:ToolResult")
+        registry.resolve("support.agents:ToolResult")
     with pytest.raises(ReferenceMismatch):
-        registry.resolve("supervisor.demo.tools:inventory_lookup", expected_schema_hash="0" * 64)
+        registry.resolve("support.agents:inventory_lookup", expected_schema_hash="0" * 64)
     with pytest.raises(ReferenceMismatch):
         registry.resolve("not-a-reference")
 
@@ -87,7 +87,7 @@ def test_rebind_prefers_live_tools_then_allowlisted_references() -> None:
     assert live.rebind("inventory_lookup", None, inventory_lookup.schema_hash) is inventory_lookup
     with pytest.raises(ReferenceMismatch):
         live.rebind("inventory_lookup", None, "f" * 64)
-    empty = ToolRegistry(allowlist=["supervisor.demo.tools:create_customer"])
+    empty = ToolRegistry(allowlist=["support.agents:create_customer"])
     rebound = empty.rebind(
         "create_customer", create_customer.import_ref, create_customer.schema_hash
     )

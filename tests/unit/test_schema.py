@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 import typing
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field
+from support.agents import inventory_lookup
 from typing_extensions import TypedDict
 
 from supervisor import governed_tool
-from supervisor.demo.tools import inventory_lookup
+from supervisor.demo import tools as seed_tools
 from supervisor.errors import ToolDefinitionError
+
+TESTS = Path(__file__).resolve().parent.parent
 
 
 class Address(BaseModel):
@@ -93,11 +98,11 @@ def test_no_titles_leak_into_the_schema() -> None:
 
 
 def test_schema_hash_is_stable_across_processes() -> None:
-    code = (
-        "from supervisor.demo.tools import inventory_lookup as t; print(t.schema_hash, flush=True)"
-    )
+    code = "from support.agents import inventory_lookup as t; print(t.schema_hash, flush=True)"
+    path = os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
+    environment = {**os.environ, "PYTHONPATH": path}
     other = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=environment
     ).stdout.strip()
     assert other == inventory_lookup.schema_hash
     assert len(other) == 64
@@ -113,15 +118,16 @@ def test_schema_hash_changes_with_the_contract() -> None:
 
 
 def test_openai_strict_form_for_the_seed_tool() -> None:
-    function = inventory_lookup.openai.definition["function"]
-    assert inventory_lookup.openai.strict is True
+    seed_lookup = seed_tools.inventory_lookup
+    function = seed_lookup.openai.definition["function"]
+    assert seed_lookup.openai.strict is True
     assert function["strict"] is True
     assert function["parameters"]["required"] == ["sku", "warehouse"]
     warehouse = function["parameters"]["properties"]["warehouse"]
     assert {"type": "null"} in warehouse["anyOf"]
     assert "london" in warehouse["description"]
     assert "default" not in str(function["parameters"])
-    assert inventory_lookup.openai.null_means_default == {"warehouse"}
+    assert seed_lookup.openai.null_means_default == {"warehouse"}
 
 
 def test_openai_strict_nested_objects_have_all_properties_required() -> None:
