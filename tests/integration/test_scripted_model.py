@@ -23,8 +23,8 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
-import supervisor.scripted_model as scripted_model_module
-from supervisor.scripted_model import (
+import supervisor.testing.scripted_model as scripted_model_module
+from supervisor.testing.scripted_model import (
     CallTools,
     Delay,
     Fail,
@@ -537,13 +537,13 @@ def test_cli_serves_a_script_from_a_subprocess(tmp_path: Path) -> None:
             ]
         )
     )
-    repo_root = Path(scripted_model_module.__file__).resolve().parents[1]
+    repo_root = Path(scripted_model_module.__file__).resolve().parents[2]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(repo_root), os.environ.get("PYTHONPATH", "")]),
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "supervisor.scripted_model", "--script", str(script_path)],
+        [sys.executable, "-m", "supervisor.testing.scripted_model", "--script", str(script_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
