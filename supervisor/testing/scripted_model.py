@@ -24,7 +24,6 @@ from types import FrameType, TracebackType
 from typing import Any, Self
 
 from supervisor.errors import SupervisorError
-from supervisor.testing.server import ScriptedHTTPServer
 from supervisor.testing.protocol import (
     RecordedRequest,
     Refusal,
@@ -32,6 +31,7 @@ from supervisor.testing.protocol import (
     ScriptedAnswer,
     prompt_tokens,
 )
+from supervisor.testing.server import ScriptedHTTPServer
 from supervisor.testing.turns import (
     CallTools,
     Delay,

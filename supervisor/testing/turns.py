@@ -1,19 +1,24 @@
-"""What the scripted model answers: turn types and the strict JSON script format.
+"""What the scripted model answers: the turn types and the strict JSON script format.
 
-A turn is one scripted answer to one chat-completion request. The Python types are small frozen
-dataclasses so tests can write ``Reply("hi")``; the JSON file format used by the command line is
-parsed strictly with pydantic and converted to the same types, so both paths behave alike.
+A turn is one scripted answer to one chat-completion request. Each turn type is one validated,
+frozen pydantic dataclass, so ``Reply("hi")`` written in a test and ``{"reply": "hi"}`` read
+from a JSON script pass the same strict field rules and give equal values. A field whose JSON
+key differs from its Python name carries that key as its validation alias (``Fail.status`` is
+``"fail"``); a script is read by alias only, Python code builds turns by field name or position.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError
+from pydantic.dataclasses import dataclass, rebuild_dataclass
 
 from supervisor.errors import SupervisorError
 
@@ -36,36 +41,39 @@ class ScriptError(SupervisorError, ValueError):
     code = "invalid_model_script"
 
 
-@dataclass(frozen=True)
+_STRICT = ConfigDict(strict=True, extra="forbid", validate_by_name=True, validate_by_alias=False)
+_SCRIPT_HINT = (
+    'Expected a JSON list such as [{"reply": "hi"}, '
+    '{"tool_calls": [{"name": "f", "arguments": {}}]}, {"fail": 503}].'
+)
+
+
+@dataclass(frozen=True, config=_STRICT)
 class Reply:
     """An assistant text message, answered with ``finish_reason="stop"``.
 
     Args:
-        content: The assistant's text.
+        content: The assistant's text (JSON key ``reply``).
     """
 
-    content: str
+    content: Annotated[str, Field(validation_alias="reply")]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_STRICT)
 class ToolCall:
     """One function call inside a `CallTools` turn.
 
     Args:
-        name: The function name the model "chooses".
+        name: The function name the model "chooses"; not empty.
         arguments: A dict is sent as JSON text; a str is sent verbatim, so a test can send
             malformed JSON on purpose.
         id: The tool-call id; when None the server assigns ``call_<n>`` from a per-server
             counter, so ids are unique within a run and identical across runs.
     """
 
-    name: str
-    arguments: dict[str, Any] | str = field(default_factory=dict)
+    name: Annotated[str, Field(min_length=1)]
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
     id: str | None = None
-
-    def __post_init__(self) -> None:
-        if not self.name:
-            raise ScriptError("A scripted tool call needs a non-empty function name.")
 
     def arguments_text(self) -> str:
         """The arguments exactly as they go on the wire (JSON text)."""
@@ -74,48 +82,38 @@ class ToolCall:
         return json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_STRICT)
 class CallTools:
     """An assistant message with ``tool_calls`` (several calls = parallel tool calls).
 
     Args:
-        calls: The calls, in order; at least one.
+        calls: The calls, in order; at least one (JSON key ``tool_calls``).
         content: Optional assistant text sent alongside the calls (usually None).
     """
 
-    calls: list[ToolCall]
+    calls: Annotated[list[ToolCall], Field(validation_alias="tool_calls", min_length=1)]
     content: str | None = None
 
-    def __post_init__(self) -> None:
-        if not self.calls:
-            raise ScriptError("CallTools needs at least one ToolCall.")
 
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_STRICT)
 class Fail:
     """Answer with an HTTP error status and an OpenAI-style error body.
 
     Args:
-        status: An HTTP error status (400-599), e.g. 429, 500 or 503 to exercise retries.
+        status: An HTTP error status (400-599), e.g. 429, 500 or 503 to exercise retries
+            (JSON key ``fail``).
         message: The error message; defaults to one naming the status.
         times: In a list script, how many consecutive requests get this failure before the
-            script moves on. A callable script decides per request, so it is ignored there.
-        retry_after: When set, sent as ``retry-after-ms`` so clients wait that many seconds
-            before retrying (keeps retry tests fast and deterministic).
+            script moves on (at least 1). A callable script decides per request, so it is
+            ignored there.
+        retry_after: When set (>= 0), sent as ``retry-after-ms`` so clients wait that many
+            seconds before retrying (keeps retry tests fast and deterministic).
     """
 
-    status: int
+    status: Annotated[int, Field(validation_alias="fail", ge=400, le=599)]
     message: str = ""
-    times: int = 1
-    retry_after: float | None = None
-
-    def __post_init__(self) -> None:
-        if not 400 <= self.status <= 599:
-            raise ScriptError(f"Fail status must be an HTTP error (400-599), got {self.status}.")
-        if self.times < 1:
-            raise ScriptError(f"Fail times must be at least 1, got {self.times}.")
-        if self.retry_after is not None and self.retry_after < 0:
-            raise ScriptError(f"Fail retry_after must be >= 0, got {self.retry_after}.")
+    times: Annotated[int, Field(ge=1)] = 1
+    retry_after: Annotated[float, Field(ge=0)] | None = None
 
     def error_message(self) -> str:
         """The message sent in the error body (the given one or a default naming the status)."""
@@ -128,98 +126,61 @@ class Fail:
         return f"scripted failure: {self.status} {phrase}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_STRICT)
 class Delay:
     """Wait, then answer with another turn (for client timeout and cancellation tests).
 
     Args:
-        seconds: How long to wait before answering; stopping the server cuts the wait short.
+        seconds: How long to wait before answering (>= 0; JSON key ``delay``); stopping the
+            server cuts the wait short.
         then: The turn answered after the wait.
     """
 
-    seconds: float
-    then: Reply | CallTools | Fail | Delay
-
-    def __post_init__(self) -> None:
-        if self.seconds < 0:
-            raise ScriptError(f"Delay seconds must be >= 0, got {self.seconds}.")
+    seconds: Annotated[float, Field(validation_alias="delay", ge=0)]
+    then: _TaggedTurn
 
 
 Turn = Reply | CallTools | Fail | Delay
 """One scripted answer to one chat-completion request."""
 
-
-# JSON script format, parsed strictly: unknown keys and wrong types are errors.
-
-_STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
-_TURN_KEYS = ("reply", "tool_calls", "fail", "delay")
-
-
-class _ReplyEntry(BaseModel):
-    model_config = _STRICT
-    reply: str
+_TURN_KEYS: Mapping[type[Any], str] = {
+    Reply: "reply",
+    CallTools: "tool_calls",
+    Fail: "fail",
+    Delay: "delay",
+}
 
 
-class _ToolCallEntry(BaseModel):
-    model_config = _STRICT
-    name: Annotated[str, Field(min_length=1)]
-    arguments: dict[str, Any] | str = Field(default_factory=dict)
-    id: str | None = None
-
-
-class _CallToolsEntry(BaseModel):
-    model_config = _STRICT
-    tool_calls: Annotated[list[_ToolCallEntry], Field(min_length=1)]
-    content: str | None = None
-
-
-class _FailEntry(BaseModel):
-    model_config = _STRICT
-    fail: Annotated[int, Field(ge=400, le=599)]
-    message: str = ""
-    times: Annotated[int, Field(ge=1)] = 1
-    retry_after: Annotated[float, Field(ge=0)] | None = None
-
-
-class _DelayEntry(BaseModel):
-    model_config = _STRICT
-    delay: Annotated[float, Field(ge=0)]
-    then: _Entry
-
-
-def _entry_kind(value: Any) -> str | None:
-    """Names the turn kind by the one turn key the object carries (None if not exactly one)."""
+def _turn_kind(value: Any) -> str | None:
+    """The tag of a turn: its type, or the one turn key a JSON object carries (else None)."""
     if not isinstance(value, dict):
-        return None
-    present = [key for key in _TURN_KEYS if key in value]
+        return _TURN_KEYS.get(type(value))
+    present = [key for key in _TURN_KEYS.values() if key in value]
     return present[0] if len(present) == 1 else None
 
 
-_Entry = Annotated[
-    Annotated[_ReplyEntry, Tag("reply")]
-    | Annotated[_CallToolsEntry, Tag("tool_calls")]
-    | Annotated[_FailEntry, Tag("fail")]
-    | Annotated[_DelayEntry, Tag("delay")],
+_TaggedTurn = Annotated[
+    Annotated[Reply, Tag("reply")]
+    | Annotated[CallTools, Tag("tool_calls")]
+    | Annotated[Fail, Tag("fail")]
+    | Annotated[Delay, Tag("delay")],
     Discriminator(
-        _entry_kind,
+        _turn_kind,
         custom_error_type="invalid_turn",
-        custom_error_message="a turn is an object with exactly one of the keys "
-        "'reply', 'tool_calls', 'fail', 'delay'",
+        custom_error_message="a turn is Reply, CallTools, Fail or Delay; in JSON, an object "
+        "with exactly one of the keys 'reply', 'tool_calls', 'fail', 'delay'",
     ),
 ]
-_DelayEntry.model_rebuild()
-_SCRIPT_ADAPTER: TypeAdapter[list[_Entry]] = TypeAdapter(list[_Entry])
+# Delay.then names the union above, so Delay is completed once the union exists.
+# (The ignore: mypy does not see pydantic's dataclass protocol on a decorated class.)
+rebuild_dataclass(Delay)  # type: ignore[arg-type]
+_SCRIPT_ADAPTER: TypeAdapter[list[Turn]] = TypeAdapter(list[_TaggedTurn])
 
-
-def _to_turn(entry: _ReplyEntry | _CallToolsEntry | _FailEntry | _DelayEntry) -> Turn:
-    if isinstance(entry, _ReplyEntry):
-        return Reply(entry.reply)
-    if isinstance(entry, _CallToolsEntry):
-        calls = [ToolCall(call.name, call.arguments, call.id) for call in entry.tool_calls]
-        return CallTools(calls, content=entry.content)
-    if isinstance(entry, _FailEntry):
-        return Fail(entry.fail, entry.message, entry.times, entry.retry_after)
-    return Delay(entry.delay, _to_turn(entry.then))
+# A script is a JSON document: say "key", not pydantic's keyword-argument wording for dataclasses.
+_JSON_MESSAGES = {
+    "unexpected_keyword_argument": "Extra inputs are not permitted",
+    "missing_argument": "Field required",
+}
 
 
 def _location(loc: tuple[int | str, ...]) -> str:
@@ -229,6 +190,45 @@ def _location(loc: tuple[int | str, ...]) -> str:
         if not parts or parts[-1] != str(part):
             parts.append(str(part))
     return "/".join(parts) or "<root>"
+
+
+def _problems(error: ValidationError, field_names: tuple[str, ...] | None = None) -> str:
+    """Each problem as ``at LOCATION: MESSAGE``.
+
+    With ``field_names`` the error came from a Python constructor and positional arguments are
+    named by their field; without, it came from a JSON script and messages speak of keys.
+    """
+    problems = []
+    for problem in error.errors(include_url=False):
+        loc, message = problem["loc"], problem["msg"]
+        if field_names is None:
+            message = _JSON_MESSAGES.get(problem["type"], message)
+        elif loc and isinstance(loc[0], int) and loc[0] < len(field_names):
+            loc = (field_names[loc[0]], *loc[1:])
+        problems.append(f"at {_location(loc)}: {message}")
+    return "; ".join(problems)
+
+
+def _raise_script_errors(turn_type: type[Any]) -> None:
+    """Make building ``turn_type`` from Python raise `ScriptError`, as reading a script does."""
+    validating_init: Callable[..., None] = turn_type.__init__
+    field_names = tuple(field.name for field in dataclasses.fields(turn_type))
+
+    @functools.wraps(validating_init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            validating_init(self, *args, **kwargs)
+        except ValidationError as error:
+            raise ScriptError(
+                f"{turn_type.__name__} is not a valid turn: {_problems(error, field_names)}."
+            ) from None
+
+    turn_type.__init__ = __init__
+
+
+# Only after the rebuild above, which installs a fresh validating __init__.
+for _turn_type in (Reply, ToolCall, CallTools, Fail, Delay):
+    _raise_script_errors(_turn_type)
 
 
 def parse_script(text: str | bytes, *, source: str = "script") -> list[Turn]:
@@ -245,18 +245,12 @@ def parse_script(text: str | bytes, *, source: str = "script") -> list[Turn]:
         ScriptError: The text is not JSON, not a list, or a turn is malformed.
     """
     try:
-        entries = _SCRIPT_ADAPTER.validate_json(text)
+        return _SCRIPT_ADAPTER.validate_json(text, by_alias=True, by_name=False)
     except ValidationError as error:
-        problems = "; ".join(
-            f"at {_location(problem['loc'])}: {problem['msg']}"
-            for problem in error.errors(include_url=False)
-        )
         raise ScriptError(
-            f"{source} is not a valid scripted-model script: {problems}.",
-            hint='Expected a JSON list such as [{"reply": "hi"}, '
-            '{"tool_calls": [{"name": "f", "arguments": {}}]}, {"fail": 503}].',
+            f"{source} is not a valid scripted-model script: {_problems(error)}.",
+            hint=_SCRIPT_HINT,
         ) from None
-    return [_to_turn(entry) for entry in entries]
 
 
 def load_script(path: Path) -> list[Turn]:
