@@ -27,7 +27,7 @@ from typing import Any
 
 from supervisor import MemAgent, MemAgentBuilder, SQLModelProvider
 from supervisor.demo.tools import create_customer, inventory_lookup
-from supervisor.scripted_model import CallTools, Reply, ScriptedModel, ToolCall, Turn
+from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall, Turn
 
 AGENT_ID = "bench-agent"
 

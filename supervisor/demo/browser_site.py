@@ -19,7 +19,7 @@ from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 from supervisor.assets import asset_path
-from supervisor.scripted_model import RecordedRequest, Reply
+from supervisor.testing import RecordedRequest, Reply
 
 SWAP_SCRIPT = """<script>
 setTimeout(function () {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from supervisor.scripted_model import CallTools, RecordedRequest, Reply, ToolCall, Turn
+from supervisor.testing import CallTools, RecordedRequest, Reply, ToolCall, Turn
 
 #: scenario -> (user request, tool call the model makes)
 SCENARIOS: dict[str, tuple[str, ToolCall]] = {

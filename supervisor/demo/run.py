@@ -22,7 +22,7 @@ import platformdirs
 from supervisor.demo.model import SCENARIOS, demo_turn
 from supervisor.ledger.models import ApproverContext
 from supervisor.provider import SQLModelProvider
-from supervisor.scripted_model import ScriptedModel
+from supervisor.testing import ScriptedModel
 
 Echo = Callable[[str], object]
 

@@ -28,7 +28,7 @@ from supervisor.canonical import canonical_json
 from supervisor.ledger.models import Proposal, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.provider import SQLModelProvider
-from supervisor.scripted_model import ScriptedModel
+from supervisor.testing import ScriptedModel
 
 pytestmark = pytest.mark.slow
 

@@ -332,7 +332,7 @@ def test_a_resumed_agent_never_runs_a_consistently_rewritten_call(
     from support.agents import create_customer, side_effects
 
     from supervisor import MemAgentBuilder, SQLModelProvider
-    from supervisor.scripted_model import CallTools, ScriptedModel, ToolCall
+    from supervisor.testing import CallTools, ScriptedModel, ToolCall
 
     monkeypatch.setenv("SIDE_EFFECT_FILE", str(tmp_path / "side_effects.log"))
     ada = {"name": "Ada", "email": "ada@example.com"}

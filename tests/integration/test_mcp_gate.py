@@ -17,7 +17,7 @@ from supervisor import MemAgent, MemAgentBuilder, SQLModelProvider
 from supervisor.mcp import close_mcp_tools, mcp_server
 from supervisor.mcp.connection import McpCallResult, McpToolSpec
 from supervisor.mcp.tool import IDEMPOTENCY_META_KEY, McpTool
-from supervisor.scripted_model import CallTools, Reply, ScriptedModel, ToolCall, Turn
+from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall, Turn
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 ORDER = {"sku": "A-1", "quantity": 2}

@@ -17,8 +17,7 @@ from supervisor import MemAgentBuilder, ToolResultPolicy, governed_tool
 from supervisor.canonical import sha256_hex
 from supervisor.provider import SQLModelProvider
 from supervisor.runtime.agent import MemAgent
-from supervisor.scripted_model import CallTools, Reply, ScriptedModel, ToolCall, Turn
-from supervisor.testing import llm_config
+from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall, Turn, llm_config
 
 SALARY = "salary-row-0042"
 UNKNOWN = "sha256:" + "ab" * 32

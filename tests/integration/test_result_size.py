@@ -10,8 +10,7 @@ from typing import Any
 
 from supervisor import MemAgentBuilder, ToolResultPolicy, governed_tool
 from supervisor.provider import SQLModelProvider
-from supervisor.scripted_model import CallTools, Reply, ScriptedModel, ToolCall, Turn
-from supervisor.testing import llm_config
+from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall, Turn, llm_config
 
 HUGE_CHARS = 50 * 1024 * 1024
 

@@ -23,7 +23,7 @@ from supervisor import (
     SQLModelProvider,
     ToolResultPolicy,
 )
-from supervisor.scripted_model import CallTools, Fail, Reply, ScriptedModel, ToolCall, Turn
+from supervisor.testing import CallTools, Fail, Reply, ScriptedModel, ToolCall, Turn
 
 
 @pytest.fixture(autouse=True)

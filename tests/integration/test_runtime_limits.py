@@ -13,7 +13,7 @@ from support.agents import create_customer, inventory_lookup, side_effects
 from support.cli import SUPERVISOR
 
 from supervisor import ContextPolicy, MemAgentBuilder, SQLModelProvider, Toolbox, governed_tool
-from supervisor.scripted_model import CallTools, Reply, ScriptedModel, ToolCall
+from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall
 
 #: What each call over the per-turn cap after the first one is answered with.
 OVER_CAP_ANSWER = json.dumps({"error": {"code": "tool_call_limit"}})

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.scripted_model import CallTools, Reply, ScriptedModel, ToolCall, Turn
+from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall, Turn
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,7 @@ from support.agents import create_customer, side_effects
 
 from supervisor import ContextPolicy, MemAgentBuilder, SQLModelProvider
 from supervisor.ledger.clock import ManualClock
-from supervisor.scripted_model import CallTools, Reply, ScriptedModel, ToolCall
+from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall
 
 CREATE_ADA = CallTools([ToolCall("create_customer", {"name": "Ada", "email": "ada@example.com"})])
 

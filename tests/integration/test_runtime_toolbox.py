@@ -10,7 +10,7 @@ import pytest
 from support.agents import create_customer, inventory_lookup, side_effects
 
 from supervisor import ContextPolicy, MemAgentBuilder, SQLModelProvider, Toolbox, governed_tool
-from supervisor.scripted_model import CallTools, Reply, ScriptedModel, ToolCall
+from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall
 from supervisor.tools.governed import GovernedTool
 
 DOMAINS = ("billing", "calendar", "email", "files", "hr", "shipping")

@@ -23,8 +23,8 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
-import supervisor.scripted_model as scripted_model_module
-from supervisor.scripted_model import (
+import supervisor.testing.scripted_model as scripted_model_module
+from supervisor.testing.scripted_model import (
     CallTools,
     Delay,
     Fail,
@@ -518,6 +518,27 @@ def test_json_script_is_parsed_strictly(text: str, complaint: str) -> None:
     assert raised.value.code == "invalid_model_script"
 
 
+@pytest.mark.parametrize(
+    ("build", "complaint"),
+    [
+        (lambda: Fail(200), "at status: Input should be greater than or equal to 400"),
+        (lambda: Fail(503, times=0), "at times: Input should be greater than or equal to 1"),
+        (lambda: ToolCall(""), "at name: String should have at least 1 character"),
+        (lambda: CallTools([]), "at calls: List should have at least 1 item"),
+        (lambda: Delay(-1, Reply("late")), "at seconds: Input should be greater than or equal"),
+        (lambda: Delay(1, "late"), "at then: a turn is Reply, CallTools, Fail or Delay"),  # type: ignore[arg-type]
+        (lambda: Reply(3), "at content: Input should be a valid string"),  # type: ignore[arg-type]
+    ],
+)
+def test_turns_built_in_python_follow_the_script_rules(
+    build: Callable[[], object], complaint: str
+) -> None:
+    with pytest.raises(ScriptError, match="is not a valid turn") as raised:
+        build()
+    assert complaint in str(raised.value)
+    assert raised.value.code == "invalid_model_script"
+
+
 def test_cli_rejects_a_bad_script_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     script_path = tmp_path / "bad.json"
     script_path.write_text('[{"say": "hi"}]')
@@ -537,13 +558,13 @@ def test_cli_serves_a_script_from_a_subprocess(tmp_path: Path) -> None:
             ]
         )
     )
-    repo_root = Path(scripted_model_module.__file__).resolve().parents[1]
+    repo_root = Path(scripted_model_module.__file__).resolve().parents[2]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(repo_root), os.environ.get("PYTHONPATH", "")]),
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "supervisor.scripted_model", "--script", str(script_path)],
+        [sys.executable, "-m", "supervisor.testing.scripted_model", "--script", str(script_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -31,12 +31,11 @@ from supervisor.cli.traces import traces
 from supervisor.ledger.models import TraceEvent
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.provider import SQLModelProvider
-from supervisor.scripted_model import CallTools, Reply, ScriptedModel, ToolCall, Turn
-from supervisor.testing import llm_config
+from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall, Turn, llm_config
 
 PASSWORD = "Pw-userinfo-7Hq2"
 QUERY_TOKEN = "qtok-Zr81Lm0Vx4"
-SERVER_LOGGERS = ("supervisor.scripted_model",)  # the endpoint's own access log
+SERVER_LOGGERS = ("supervisor.testing.",)  # the endpoint's own access log
 
 
 def _everything_exported(ledger: ApprovalLedger) -> str:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import pytest
 
-from supervisor.scripted_model import CallTools, Reply, ScriptedModel, ToolCall, Turn
+from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall, Turn
 
 
 @pytest.fixture

@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol, cast
 
-from supervisor.scripted_model_protocol import (
+from supervisor.testing.protocol import (
     Refusal,
     ScriptedAnswer,
     completion_body,
     completion_chunks,
     error_body,
 )
-from supervisor.scripted_model_turns import Fail
+from supervisor.testing.turns import Fail
 
 __all__ = ["ScriptBackend", "ScriptedHTTPServer"]
 

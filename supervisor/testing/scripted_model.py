@@ -6,7 +6,7 @@ tests and the demo can drive the real ``openai`` client (or anything pointed at
 ``OPENAI_BASE_URL``) without a network or a GPU. It uses only the standard library's
 ``http.server``, so importing it stays cheap.
 
-Run it from a subprocess with ``python -m supervisor.scripted_model --script turns.json``.
+Run it from a subprocess with ``python -m supervisor.testing.scripted_model --script turns.json``.
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ from types import FrameType, TracebackType
 from typing import Any, Self
 
 from supervisor.errors import SupervisorError
-from supervisor.scripted_model_http import ScriptedHTTPServer
-from supervisor.scripted_model_protocol import (
+from supervisor.testing.protocol import (
     RecordedRequest,
     Refusal,
     ResolvedCall,
     ScriptedAnswer,
     prompt_tokens,
 )
-from supervisor.scripted_model_turns import (
+from supervisor.testing.server import ScriptedHTTPServer
+from supervisor.testing.turns import (
     CallTools,
     Delay,
     Fail,
@@ -339,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments).
     """
     parser = argparse.ArgumentParser(
-        prog="python -m supervisor.scripted_model",
+        prog="python -m supervisor.testing.scripted_model",
         description="Serve a deterministic OpenAI-compatible chat model from a JSON script.",
     )
     parser.add_argument("--script", required=True, type=Path, help="JSON list of turns")

@@ -1,15 +1,7 @@
-"""Test helpers for users of the SDK: a scripted model server, a throwaway ledger, assertions.
+"""Helpers for users' tests: a throwaway ledger, a model config, refusal and approval shortcuts.
 
-    from supervisor.testing import ScriptedModel, CallTools, ToolCall, Reply, temporary_ledger
-
-    with temporary_ledger() as provider, ScriptedModel([
-        CallTools([ToolCall("inventory_lookup", {"sku": "A-1"})]),
-        Reply("12 left."),
-    ]) as model:
-        agent = (MemAgentBuilder().with_llm_config(model.llm_config())...)
-
-Everything here uses real parts: a real HTTP server on 127.0.0.1 speaking the chat-completions
-protocol and a real SQLite ledger file.
+They use only the public SDK (``from supervisor import ...``), as a user's own tests would, and
+real parts: a real SQLite ledger file and a real `ScriptedModel` server on loopback.
 """
 
 from __future__ import annotations
@@ -20,43 +12,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from supervisor.scripted_model import (
-    CallTools,
-    Delay,
-    Fail,
-    RecordedRequest,
-    Reply,
-    ScriptedModel,
-    ToolCall,
-    Turn,
-)
-
 if TYPE_CHECKING:
-    from supervisor.provider import SQLModelProvider
-    from supervisor.runtime.agent import MemAgent
-    from supervisor.tools.dispatch import ToolCallResult
-    from supervisor.tools.governed import GovernedTool
+    from supervisor import GovernedTool, MemAgent, SQLModelProvider, ToolCallResult
+    from supervisor.testing.scripted_model import ScriptedModel
 
-__all__ = [
-    "CallTools",
-    "Delay",
-    "Fail",
-    "RecordedRequest",
-    "Reply",
-    "ScriptedModel",
-    "ToolCall",
-    "Turn",
-    "approve_all",
-    "assert_refused",
-    "llm_config",
-    "temporary_ledger",
-]
+__all__ = ["approve_all", "assert_refused", "llm_config", "temporary_ledger"]
 
 
 @contextmanager
 def temporary_ledger() -> Iterator[SQLModelProvider]:
     """A fresh SQLite ledger in a temporary folder, closed and deleted afterwards."""
-    from supervisor.provider import SQLModelProvider
+    from supervisor import SQLModelProvider
 
     with tempfile.TemporaryDirectory(prefix="supervisor-test-") as folder:
         provider = SQLModelProvider(f"sqlite:///{Path(folder) / 'ledger.db'}")
