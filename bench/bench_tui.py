@@ -357,7 +357,7 @@ async def review_supervisor(path: Path) -> float:
 
 
 def review_peer(path: Path) -> float:
-    from supervisor.services.review import FIRST_CHUNK
+    from supervisor.services.review.rows import FIRST_CHUNK
 
     started = time.perf_counter()
     with sqlite3.connect(path) as connection:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import ClassVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import ClassVar, Protocol
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -12,6 +12,7 @@ from textual.screen import Screen
 
 from screens.literal import escaped_lines
 from screens.main_screen import MainScreen
+from screens.review_screen import ReviewScreen
 from supervisor.assets import asset_path
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.provider import SQLModelProvider
@@ -19,6 +20,8 @@ from supervisor.services.approvals import ApprovalsService
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.process_control import ProcessControl
 from supervisor.services.processes import ProcessesService
+from supervisor.services.results import ResultsService
+from supervisor.services.review.service import ReviewService
 from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import TracesService
 
@@ -40,8 +43,23 @@ MAIN_COMMANDS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+class PollingService(Protocol):
+    """A service that follows the ledger in its own thread while the app runs."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
 class SupervisorApp(App[None]):
-    """The supervisor. Build it with :func:`make_app`; it only composes screens."""
+    """The supervisor. Build it with :func:`make_app`; it only composes screens.
+
+    Args:
+        first_screen: The screen shown when the app starts.
+        services: Started right after the first screen is pushed, stopped when the app ends.
+        cleanups: Called last when the app ends, after its screens are gone (closes what
+            :func:`make_app` opened: the ledger, the review index).
+    """
 
     TITLE = "Agent Supervisor"
     CSS_PATH = asset_path("styles", "supervisor.tcss")
@@ -49,43 +67,26 @@ class SupervisorApp(App[None]):
 
     def __init__(
         self,
-        settings: SupervisorSettings,
+        first_screen: Screen[None],
         *,
-        approvals: ApprovalsService | None = None,
-        traces: TracesService | None = None,
-        processes: ProcessesService | None = None,
-        review_source: str | None = None,
-        provider: SQLModelProvider | None = None,
-        process_control: ProcessControl | None = None,
+        services: Sequence[PollingService] = (),
+        cleanups: Sequence[Callable[[], None]] = (),
     ) -> None:
         super().__init__()
-        self.process_control = process_control
-        self.settings = settings
-        self.approvals = approvals
-        self.traces = traces
-        self.processes = processes
-        self.review_source = review_source
-        self._provider = provider
-
-    def _services(self) -> list[ApprovalsService | TracesService | ProcessesService]:
-        return [s for s in (self.approvals, self.traces, self.processes) if s is not None]
+        self.first_screen = first_screen
+        self.services = tuple(services)
+        self.cleanups = tuple(cleanups)
 
     def on_mount(self) -> None:
-        if self.review_source is not None:
-            from screens.review_screen import ReviewScreen
-
-            self.push_screen(ReviewScreen(self.review_source))
-            return
-        assert self.approvals and self.traces and self.processes
-        self.push_screen(MainScreen(self.approvals, self.traces, self.processes, self.settings))
-        for service in self._services():
+        self.push_screen(self.first_screen)
+        for service in self.services:
             service.start()
 
     def on_unmount(self) -> None:
-        for service in self._services():
+        for service in self.services:
             service.stop()
-        if self._provider is not None:
-            self._provider.close()
+        for close in self.cleanups:
+            close()
 
     def notify(
         self,
@@ -146,7 +147,8 @@ def make_app(
     """
     settings = settings or SupervisorSettings()
     if review_source is not None:
-        return SupervisorApp(settings, review_source=review_source)
+        review = ReviewService(review_source)
+        return SupervisorApp(ReviewScreen(review=review), cleanups=[review.close])
     provider: SQLModelProvider | None = None
     if ledger is None:
         provider = SQLModelProvider(settings.db_url)
@@ -157,7 +159,16 @@ def make_app(
     control = process_control or ProcessControl(
         ledger, provider.url if provider is not None else settings.db_url
     )
-    return SupervisorApp(
-        settings, approvals=approvals, traces=traces, processes=processes, provider=provider,
+    main = MainScreen(
+        approvals=approvals,
+        traces=traces,
+        processes=processes,
+        results=ResultsService(ledger),
         process_control=control,
-    )  # fmt: skip
+        settings=settings,
+    )
+    return SupervisorApp(
+        main,
+        services=[approvals, traces, processes],
+        cleanups=[provider.close] if provider is not None else [],
+    )

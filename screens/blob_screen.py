@@ -15,8 +15,8 @@ from screens.literal import literal
 from screens.messages import BlobLoaded
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import Blob, TraceEvent
-from supervisor.ledger.service import ApprovalLedger
 from supervisor.services.rendering import visible_escapes
+from supervisor.services.results import ResultsService
 
 PAGE_BYTES = 64 * 1024
 
@@ -30,9 +30,9 @@ class BlobScreen(Screen[None]):
         Binding("escape,q", "app.pop_screen", "Back", id="blob.back"),
     ]
 
-    def __init__(self, ledger: ApprovalLedger, event: TraceEvent) -> None:
+    def __init__(self, event: TraceEvent, *, results: ResultsService) -> None:
         super().__init__()
-        self.ledger = ledger
+        self.results = results
         self.event = event
         self.blob: Blob | None = None
         self.page = 0
@@ -48,9 +48,8 @@ class BlobScreen(Screen[None]):
 
     @work(thread=True, exit_on_error=False)
     def load_blob(self) -> None:
-        digest = (self.event.blob_ref or "").removeprefix("sha256:").removeprefix("blob:")
         try:
-            blob = self.ledger.get_blob(digest)
+            blob = self.results.read(self.event.blob_ref or "")
         except LedgerError as error:
             self.post_message(BlobLoaded(self.event, None, error.message))
             return

@@ -9,21 +9,26 @@ from __future__ import annotations
 
 from datetime import datetime
 from time import monotonic
-from typing import Any
+from typing import Any, assert_never
 
 from textual import events, work
 from textual.screen import Screen
 
+from screens.blob_screen import BlobScreen
 from screens.confirm_dialog import ConfirmDialog
+from screens.decisions import Approve, BatchApprove, Cancel, Decision, Edit, Extend, Reject
 from screens.edit_arguments_screen import EditArgumentsScreen, diff_text
 from screens.literal import escaped
 from screens.messages import DecisionFailed, ProposalDecided
+from screens.proposal_selection import ProposalSelection
 from screens.reason_dialog import ReasonDialog
+from screens.widgets.detail.detail_pane import DetailPane
 from supervisor.errors import SupervisorError
 from supervisor.ledger.errors import ApprovalAlreadyDecided
-from supervisor.ledger.models import Proposal, ProposalStatus
+from supervisor.ledger.models import Proposal
 from supervisor.services.approvals import ApprovalsService
 from supervisor.services.guard import RenderedGuard
+from supervisor.services.results import ResultsService
 from supervisor.services.settings import SupervisorSettings
 
 PROPOSAL_ACTIONS = frozenset(
@@ -40,17 +45,37 @@ def conflict_message(error: ApprovalAlreadyDecided) -> str:
 class DecisionActions(Screen[None]):
     """The decision half of the main screen."""
 
-    def __init__(self, approvals: ApprovalsService, settings: SupervisorSettings) -> None:
+    def __init__(
+        self,
+        *,
+        approvals: ApprovalsService,
+        results: ResultsService,
+        settings: SupervisorSettings,
+    ) -> None:
         super().__init__()
         self.approvals = approvals
+        self.results = results
         self.settings = settings
-        self.selected: Proposal | None = None
-        self.guard: RenderedGuard | None = None
-        # Monotonic times: when the selected proposal's arguments were first drawn in full, and
-        # when the last key reached this screen (Textual stamps each key as it arrives).
-        self.shown_at: float | None = None
+        self.selection = ProposalSelection()
+        # Monotonic time when the last key reached this screen (Textual stamps each key as it
+        # arrives), compared with ``selection.shown_at``.
         self.key_at: float | None = None
         self.schemas: dict[str, dict[str, Any] | None] = {}
+
+    @property
+    def selected(self) -> Proposal | None:
+        """The selected proposal (see :class:`ProposalSelection`)."""
+        return self.selection.proposal
+
+    @property
+    def guard(self) -> RenderedGuard | None:
+        """The selected proposal's render guard, once its arguments were drawn in full."""
+        return self.selection.guard
+
+    @property
+    def shown_at(self) -> float | None:
+        """When the selected proposal's arguments were first drawn in full (monotonic)."""
+        return self.selection.shown_at
 
     def on_key(self, event: events.Key) -> None:
         """Remember when the key that may trigger a decision arrived (not when it is handled)."""
@@ -58,20 +83,18 @@ class DecisionActions(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in PROPOSAL_ACTIONS:
-            pending = self.selected is not None and self.selected.status is ProposalStatus.PENDING
-            return True if pending else None
+            return True if self.selection.pending else None
         if action == "open_blob":
             return True if self._selected_blob_event() else None
         return True
 
     def _selected_blob_event(self) -> bool:
-        from screens.widgets.detail.detail_pane import DetailPane
-
         event = self.query_one(DetailPane).event
         return event is not None and bool(event.blob_ref)
 
     def _guard_ok(self, proposal: Proposal) -> bool:
-        if self.guard is None or self.guard.proposal_id != proposal.proposal_id:
+        guard, shown_at = self.selection.guard, self.selection.shown_at
+        if guard is None or guard.proposal_id != proposal.proposal_id:
             self.notify(
                 "Scroll through all of the arguments in the detail pane before deciding.",
                 title="Arguments not fully shown",
@@ -79,9 +102,9 @@ class DecisionActions(Screen[None]):
             )
             return False
         settle = self.settings.decision_settle_seconds
-        if self.shown_at is not None and settle > 0:
+        if shown_at is not None and settle > 0:
             pressed = self.key_at if self.key_at is not None else monotonic()
-            shown_for = pressed - self.shown_at
+            shown_for = pressed - shown_at
             if shown_for < settle:
                 when = (
                     "before it was on screen"
@@ -103,17 +126,17 @@ class DecisionActions(Screen[None]):
     # -- actions --------------------------------------------------------------------------
 
     def action_approve(self) -> None:
-        proposal = self.selected
+        proposal = self.selection.proposal
         if proposal is None or not self._guard_ok(proposal):
             return
-        guard = self.guard
+        decision = Approve(proposal.proposal_id, self.selection.guard)
         if not self._high_risk(proposal):
-            self.decide("approve", proposal.proposal_id, guard=guard)
+            self.decide(decision)
             return
 
         def confirmed(answer: bool | None) -> None:
             if answer:
-                self.decide("approve", proposal.proposal_id, guard=guard)
+                self.decide(decision)
 
         domains = escaped(", ".join(proposal.domains))
         self.app.push_screen(
@@ -125,18 +148,18 @@ class DecisionActions(Screen[None]):
         )
 
     def action_batch_approve(self) -> None:
-        proposal = self.selected
+        proposal = self.selection.proposal
         if proposal is None or not self._guard_ok(proposal):
             return
-        identical = [p.proposal_id for p in self.approvals.identical_pending(proposal)]
+        identical = tuple(p.proposal_id for p in self.approvals.identical_pending(proposal))
         if len(identical) < 2:
             self.notify("No other pending proposal has the same tool and arguments.")
             return
-        guard = self.guard
+        decision = BatchApprove(proposal.proposal_id, self.selection.guard, identical)
 
         def confirmed(answer: bool | None) -> None:
             if answer:
-                self.decide("batch_approve", proposal.proposal_id, guard=guard, ids=identical)
+                self.decide(decision)
 
         self.app.push_screen(
             ConfirmDialog(
@@ -148,24 +171,24 @@ class DecisionActions(Screen[None]):
         )
 
     def action_reject(self) -> None:
-        proposal = self.selected
+        proposal = self.selection.proposal
         if proposal is None:
             return
 
         def submitted(reason: str | None) -> None:
             if reason:
-                self.decide("reject", proposal.proposal_id, reason=reason)
+                self.decide(Reject(proposal.proposal_id, reason))
 
         self.app.push_screen(ReasonDialog(f"Reject {escaped(proposal.tool_name)}: why?"), submitted)
 
     def action_cancel_proposal(self) -> None:
-        proposal = self.selected
+        proposal = self.selection.proposal
         if proposal is None:
             return
 
         def submitted(reason: str | None) -> None:
             if reason is not None:
-                self.decide("cancel", proposal.proposal_id, reason=reason or None)
+                self.decide(Cancel(proposal.proposal_id, reason or None))
 
         self.app.push_screen(
             ReasonDialog(f"Cancel {escaped(proposal.tool_name)} (reason optional)", required=False),
@@ -173,89 +196,74 @@ class DecisionActions(Screen[None]):
         )
 
     def action_edit(self) -> None:
-        proposal = self.selected
+        proposal = self.selection.proposal
         if proposal is None or not self._guard_ok(proposal):
             return
-        guard = self.guard
+        guard = self.selection.guard
 
         def saved(arguments: dict[str, Any] | None) -> None:
             if arguments is not None:
-                self.decide("edit", proposal.proposal_id, guard=guard, arguments=arguments)
+                self.decide(Edit(proposal.proposal_id, guard, arguments))
 
         schema = self.schemas.get(proposal.proposal_id)
         self.app.push_screen(EditArgumentsScreen(proposal, schema), saved)
 
     def action_extend(self) -> None:
-        if self.selected is not None:
-            self.decide("extend", self.selected.proposal_id)
+        if self.selection.proposal is not None:
+            self.decide(Extend(self.selection.proposal.proposal_id))
 
     def action_open_blob(self) -> None:
-        from screens.blob_screen import BlobScreen
-        from screens.widgets.detail.detail_pane import DetailPane
-
         event = self.query_one(DetailPane).event
         if event is not None and event.blob_ref:
-            self.app.push_screen(BlobScreen(self.approvals.ledger, event))
+            self.app.push_screen(BlobScreen(event, results=self.results))
 
     # -- the worker -----------------------------------------------------------------------
 
     @work(thread=True, exit_on_error=False, group="decide")
-    def decide(
-        self,
-        action: str,
-        proposal_id: str,
-        *,
-        guard: RenderedGuard | None = None,
-        reason: str | None = None,
-        arguments: dict[str, Any] | None = None,
-        ids: list[str] | None = None,
-    ) -> None:
+    def decide(self, decision: Decision) -> None:
+        """Record ``decision`` in the ledger; posts :class:`ProposalDecided` or
+        :class:`DecisionFailed`."""
         service = self.approvals
         try:
-            if action == "approve":
-                decided = [service.approve(proposal_id, guard)]
-                self.post_message(ProposalDecided(action, decided))
-            elif action == "batch_approve":
-                batch = service.approve_batch(ids or [proposal_id], guard)
-                lost = "; ".join(
-                    conflict_message(e) if isinstance(e, ApprovalAlreadyDecided) else e.message
-                    for e in batch.failed
-                )
-                self.post_message(ProposalDecided(action, list(batch.approved), lost))
-            elif action == "reject":
-                decided = [service.reject(proposal_id, reason or "")]
-                self.post_message(ProposalDecided(action, decided))
-            elif action == "cancel":
-                decided = [service.cancel(proposal_id, reason)]
-                self.post_message(ProposalDecided(action, decided))
-            elif action == "extend":
-                decided = [service.extend(proposal_id)]
-                self.post_message(ProposalDecided(action, decided))
-            elif action == "edit":
-                result = service.edit(proposal_id, arguments or {}, guard)
-                self.post_message(ProposalDecided(action, [result.new], diff_text(result.diff)))
-            else:  # pragma: no cover - actions are fixed above
-                raise ValueError(action)
+            match decision:
+                case Approve():
+                    decided = [service.approve(decision.proposal_id, decision.guard)]
+                    self.post_message(ProposalDecided(decision, decided))
+                case BatchApprove():
+                    batch = service.approve_batch(list(decision.ids), decision.guard)
+                    lost = "; ".join(
+                        conflict_message(e) if isinstance(e, ApprovalAlreadyDecided) else e.message
+                        for e in batch.failed
+                    )
+                    self.post_message(ProposalDecided(decision, list(batch.approved), lost))
+                case Reject():
+                    decided = [service.reject(decision.proposal_id, decision.reason)]
+                    self.post_message(ProposalDecided(decision, decided))
+                case Cancel():
+                    decided = [service.cancel(decision.proposal_id, decision.reason)]
+                    self.post_message(ProposalDecided(decision, decided))
+                case Extend():
+                    decided = [service.extend(decision.proposal_id)]
+                    self.post_message(ProposalDecided(decision, decided))
+                case Edit():
+                    result = service.edit(decision.proposal_id, decision.arguments, decision.guard)
+                    self.post_message(
+                        ProposalDecided(decision, [result.new], diff_text(result.diff))
+                    )
+                case _:
+                    assert_never(decision)
         except ApprovalAlreadyDecided as error:
-            self.post_message(DecisionFailed(action, conflict_message(error)))
+            self.post_message(DecisionFailed(decision, conflict_message(error)))
         except SupervisorError as error:
-            self.post_message(DecisionFailed(action, error.message))
+            self.post_message(DecisionFailed(decision, error.message))
 
     def on_proposal_decided(self, message: ProposalDecided) -> None:
-        verbs = {
-            "approve": "Approved",
-            "batch_approve": "Approved",
-            "reject": "Rejected",
-            "cancel": "Cancelled",
-            "extend": "Extended",
-            "edit": "New proposal",
-        }
         names = ", ".join(escaped(p.tool_name) for p in message.proposals[:3]) or "nothing"
         count = f" ({len(message.proposals)})" if len(message.proposals) > 1 else ""
-        text = f"{verbs.get(message.action, message.action)}: {names}{count}"
+        text = f"{message.decision.done}: {names}{count}"
         if message.detail:
             text += f"\n{message.detail}"
         self.notify(text, title="Decision recorded")
 
     def on_decision_failed(self, message: DecisionFailed) -> None:
-        self.notify(message.message, title=f"{message.action} failed", severity="error")
+        self.notify(message.message, title=f"{message.decision.name} failed", severity="error")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -19,13 +20,12 @@ from supervisor.services.process_control import read_tail
 MAX_LINES = 10_000
 
 
+@dataclass
 class LogTextRead(Message):
-    """New text was read from the followed log file."""
+    """New text was read from the followed log file, up to byte ``end_offset``."""
 
-    def __init__(self, text: str, offset: int) -> None:
-        super().__init__()
-        self.text = text
-        self.end_offset = offset
+    text: str
+    end_offset: int
 
 
 class LogScreen(Screen[None]):

@@ -37,7 +37,9 @@ from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import Proposal, TraceEvent
 from supervisor.services.approvals import ApprovalsService, InboxChange
 from supervisor.services.guard import RenderGuardMissing
+from supervisor.services.process_control import ProcessControl
 from supervisor.services.processes import ProcessesService, ProcessRow
+from supervisor.services.results import ResultsService
 from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import TraceBatch, TracesService
 
@@ -69,14 +71,18 @@ class MainScreen(DecisionActions, ProcessActions):
 
     def __init__(
         self,
+        *,
         approvals: ApprovalsService,
         traces: TracesService,
         processes: ProcessesService,
+        results: ResultsService,
+        process_control: ProcessControl,
         settings: SupervisorSettings,
     ) -> None:
-        super().__init__(approvals, settings)
+        super().__init__(approvals=approvals, results=results, settings=settings)
         self.traces = traces
         self.processes = processes
+        self.process_control = process_control
         self._warned: set[str] = set()
         self._loaded = False
 
@@ -162,7 +168,7 @@ class MainScreen(DecisionActions, ProcessActions):
             )
         me = self.approvals.identity.approver_id
         for record in change.decisions:
-            if self.selected and record.subject == self.selected.proposal_id:
+            if self.selection.is_selected(record.subject):
                 if record.actor != me:
                     self.notify(
                         f"{escaped(record.actor)} {escaped(record.action)}d this proposal at "
@@ -185,24 +191,15 @@ class MainScreen(DecisionActions, ProcessActions):
 
     def _select(self, proposal: Proposal | None) -> None:
         """Show ``proposal`` (the inbox row under the cursor) in the detail pane."""
-        if proposal is not None and self.selected is not None:
-            if proposal.proposal_id == self.selected.proposal_id and proposal == self.selected:
-                return
-        if (
-            proposal is None
-            or self.selected is None
-            or (proposal.proposal_id != self.selected.proposal_id)
-        ):
-            self.guard = None
-            self.shown_at = None
-        self.selected = proposal
+        if not self.selection.select(proposal):
+            return
         self.query_one(DetailPane).show_proposal(proposal)
         self.refresh_bindings()
         if proposal is not None:
             self.load_detail(proposal.proposal_id)
 
     def on_trace_view_event_selected(self, message: TraceView.EventSelected) -> None:
-        self.selected, self.guard, self.shown_at = None, None, None
+        self.selection.clear()
         detail = self.query_one(DetailPane)
         detail.show_event(message.event)
         self.refresh_bindings()
@@ -219,35 +216,30 @@ class MainScreen(DecisionActions, ProcessActions):
     def on_proposal_detail_loaded(self, message: ProposalDetailLoaded) -> None:
         self.schemas[message.proposal.proposal_id] = message.schema
         self.query_one(DetailPane).show_history(message.proposal, message.history)
-        if self.selected and self.selected.proposal_id == message.proposal.proposal_id:
-            self.selected = message.proposal
+        if self.selection.refresh(message.proposal):
             self.refresh_bindings()
 
     @work(thread=True, exit_on_error=False, group="blob", exclusive=True)
     def load_blob_pointer(self, event: TraceEvent) -> None:
-        digest = (event.blob_ref or "").removeprefix("sha256:").removeprefix("blob:")
         try:
-            blob = self.approvals.ledger.get_blob(digest)
+            blob = self.results.describe(event.blob_ref or "")
         except LedgerError as error:
             self.post_message(BlobLoaded(event, None, error.message))
             return
-        if blob is not None:
-            blob = blob.model_copy(update={"content": None})
         self.post_message(BlobLoaded(event, blob, None))
 
     def on_blob_loaded(self, message: BlobLoaded) -> None:
         self.query_one(DetailPane).show_blob(message.blob, message.error)
 
     def on_arguments_rendered(self, message: ArgumentsRendered) -> None:
-        if self.selected is None or message.proposal.proposal_id != self.selected.proposal_id:
+        if not self.selection.is_selected(message.proposal.proposal_id):
             return
         try:
-            self.guard = self.approvals.confirm_rendered(message.proposal, message.lines)
+            guard = self.approvals.confirm_rendered(message.proposal, message.lines)
         except RenderGuardMissing as error:
             self.notify(error.message, severity="error")
             return
-        if self.shown_at is None:  # reset with the guard whenever the selection changes
-            self.shown_at = monotonic()
+        self.selection.rendered(guard, monotonic())
         self.query_one(DetailPane).mark_rendered(message.proposal.proposal_id)
         self.refresh_bindings()
 

@@ -6,6 +6,7 @@ messages below and the handlers update the screen.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from textual import work
@@ -25,38 +26,35 @@ from supervisor.services.process_control import (
 )
 
 
+@dataclass
 class RunStarted(Message):
     """A ``supervisor run`` subprocess was spawned."""
 
-    def __init__(self, run: StartedRun) -> None:
-        super().__init__()
-        self.run = run
+    run: StartedRun
 
 
+@dataclass
 class RunStopped(Message):
     """A run was stopped and its end recorded in the ledger."""
 
-    def __init__(self, report: StopReport) -> None:
-        super().__init__()
-        self.report = report
+    report: StopReport
 
 
+@dataclass
 class ProcessControlFailed(Message):
     """Starting or stopping a run failed; ``message`` says why."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__()
-        self.message = message
+    message: str
 
 
 class ProcessActions(Screen[None]):
-    """Actions and workers for the processes pane (mixed into the main screen)."""
+    """Actions and workers for the processes pane (mixed into the main screen).
 
-    @property
-    def process_control(self) -> ProcessControl | None:
-        """The app's process-control service (``None`` when the app has none)."""
-        control = getattr(self.app, "process_control", None)
-        return control if isinstance(control, ProcessControl) else None
+    The screen that mixes it in is given the process-control service and sets
+    :attr:`process_control` in its constructor.
+    """
+
+    process_control: ProcessControl
 
     def selected_process_id(self) -> str | None:
         """The process id of the highlighted row of the processes pane, if it is a process."""
@@ -69,9 +67,6 @@ class ProcessActions(Screen[None]):
     # -- start ----------------------------------------------------------------------------
 
     def action_start_run(self) -> None:
-        if self.process_control is None:
-            self.notify("Process control is not available here.", severity="warning")
-            return
         self.app.push_screen(RunDialog(), self._run_requested)
 
     def _run_requested(self, request: RunRequest | None) -> None:
@@ -80,10 +75,8 @@ class ProcessActions(Screen[None]):
 
     @work(thread=True, exit_on_error=False, group="process-control")
     def start_run(self, request: RunRequest) -> None:
-        control = self.process_control
-        assert control is not None
         try:
-            started = control.start_run(request.reference, request.text)
+            started = self.process_control.start_run(request.reference, request.text)
         except (SupervisorError, OSError) as error:
             self.post_message(ProcessControlFailed(getattr(error, "message", str(error))))
             return
@@ -103,18 +96,15 @@ class ProcessActions(Screen[None]):
 
     def action_follow_log(self) -> None:
         process_id = self.selected_process_id()
-        control = self.process_control
-        if process_id is None or control is None:
+        if process_id is None:
             self.notify("Select a supervised process first.", severity="warning")
             return
         self.find_log(process_id)
 
     @work(thread=True, exit_on_error=False, group="process-control")
     def find_log(self, process_id: str) -> None:
-        control = self.process_control
-        assert control is not None
         try:
-            log_path = log_path_of(control.find(process_id))
+            log_path = log_path_of(self.process_control.find(process_id))
         except SupervisorError as error:
             self.post_message(ProcessControlFailed(error.message))
             return
@@ -127,7 +117,7 @@ class ProcessActions(Screen[None]):
 
     def action_stop_process(self) -> None:
         process_id = self.selected_process_id()
-        if process_id is None or self.process_control is None:
+        if process_id is None:
             self.notify("Select a supervised process first.", severity="warning")
             return
         self.stop_process(process_id)
@@ -139,10 +129,8 @@ class ProcessActions(Screen[None]):
 
     @work(thread=True, exit_on_error=False, group="process-stop")
     def _stop_worker(self, process_id: str) -> None:
-        control = self.process_control
-        assert control is not None
         try:
-            report = control.stop(process_id)
+            report = self.process_control.stop(process_id)
         except (SupervisorError, OSError) as error:
             self.post_message(ProcessControlFailed(getattr(error, "message", str(error))))
             return

@@ -1,9 +1,9 @@
 """Offline review: a ledger or an exported JSONL trace, read-only, indexed in the background.
 
-A thread worker reads the source chunk by chunk into a temporary SQLite index
-(:class:`ReviewIndex`) and posts the count after each chunk. The first chunk is one screen of
-rows; the worker waits until it was painted before reading on, so indexing the rest never
-competes with the first screen. Filters (agent, thread, tool, status, time range, approvals
+A thread worker reads the review service's source chunk by chunk into its temporary SQLite
+index (:class:`ReviewIndex`) and posts the count after each chunk. The first chunk is one
+screen of rows; the worker waits until it was painted before reading on, so indexing the rest
+never competes with the first screen. Filters (agent, thread, tool, status, time range, approvals
 only) and a search narrow the timeline: a filter worker grows the selection in the index in
 steps, and the timeline pages what is on screen out of it. The side panel plots the outcome mix
 and the approval latency and lists per-tool statistics, all of the rows shown.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import ClassVar
 
@@ -30,30 +30,29 @@ from screens.literal import literal
 from screens.widgets.review.stats import stats_text
 from screens.widgets.review.time_range import TimeBoundInput, is_relative, parse_bound
 from screens.widgets.review.timeline import ReviewTimeline
-from supervisor.services.review import ReviewFilter, ReviewRow, iter_source, summaries_for
-from supervisor.services.review_index import ReviewIndex, RowsView, Selection
-from supervisor.services.review_stats import ReviewStats
+from supervisor.services.review.index import RowsView, Selection
+from supervisor.services.review.rows import ReviewFilter, ReviewRow
+from supervisor.services.review.service import ReviewService
+from supervisor.services.review.stats import ReviewStats
 
 FILTERS = ("agent", "thread", "tool", "status")
 BOUNDS = ("from", "to")
 
 
+@dataclass
 class ReviewChunkIndexed(Message):
     """A chunk of the source was indexed (``first`` for the first, ``done`` after the last)."""
 
-    def __init__(self, first: bool, done: bool) -> None:
-        super().__init__()
-        self.first = first
-        self.done = done
+    first: bool
+    done: bool
 
 
+@dataclass
 class SelectionGrown(Message):
     """A filter worker grew ``selection`` by a step (``done`` when it covers the index)."""
 
-    def __init__(self, selection: Selection, done: bool) -> None:
-        super().__init__()
-        self.selection = selection
-        self.done = done
+    selection: Selection
+    done: bool
 
 
 class ReviewScreen(Screen[None]):
@@ -68,10 +67,11 @@ class ReviewScreen(Screen[None]):
         Binding("q", "app.quit", "Quit", id="review.quit"),
     ]
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, *, review: ReviewService) -> None:
         super().__init__()
-        self.source = source
-        self.index = ReviewIndex(summaries_for(source))
+        self.review = review
+        self.source = review.source
+        self.index = review.index
         self.review_filter = ReviewFilter()
         self.selection: Selection = self.index.everything
         self.shown: Sequence[ReviewRow] = self.index.rows
@@ -101,13 +101,12 @@ class ReviewScreen(Screen[None]):
         self.load_source()
 
     def on_unmount(self) -> None:
-        self.workers.cancel_node(self)
-        self.index.close()
+        self.workers.cancel_node(self)  # the app closes the review (and its index) after this
 
     @work(thread=True, exit_on_error=False, group="review")
     def load_source(self) -> None:
         worker = get_current_worker()
-        for number, chunk in enumerate(iter_source(self.source)):
+        for number, chunk in enumerate(self.review.chunks()):
             if worker.is_cancelled or self.index.closed:
                 return
             self.index.add(chunk)

@@ -16,7 +16,7 @@ import click
 from supervisor.cli.output import echo_json_text, echo_line
 from supervisor.cli.proposals import db_option, ledger_url, open_ledger
 from supervisor.ledger.models import TraceEvent
-from supervisor.services.review import TRACE_SUFFIXES
+from supervisor.services.review.rows import TRACE_SUFFIXES
 from supervisor.services.traces import MAX_TRACE_CAPACITY
 
 #: Lines of a JSONL trace checked before the review opens (one screen; a 1 GB file is not

@@ -127,7 +127,7 @@ def _run_read_only(prefix: list[str], *args: str) -> subprocess.CompletedProcess
 
 _COUNT_REVIEW_ROWS = (
     "import sys\n"
-    "from supervisor.services.review import iter_ledger\n"
+    "from supervisor.services.review.rows import iter_ledger\n"
     "print(sum(len(rows) for rows in iter_ledger(sys.argv[1])))\n"
 )
 

@@ -15,7 +15,7 @@ from screens.widgets.review.timeline import ReviewTimeline
 from supervisor.ledger.clock import ManualClock
 from supervisor.ledger.models import TraceEvent
 from supervisor.provider import SQLModelProvider
-from supervisor.services.review import FIRST_CHUNK, ReviewRow, iter_source
+from supervisor.services.review.rows import FIRST_CHUNK, ReviewRow, iter_source
 
 SIZE = (160, 45)
 
@@ -154,7 +154,7 @@ async def test_a_jsonl_trace_shows_its_first_screen_before_it_is_indexed(
         seen.append((len(timeline.rows), screen.index.complete, timeline.render_line(0).text))
         yield from chunks
 
-    monkeypatch.setattr("screens.review_screen.iter_source", watched)
+    monkeypatch.setattr("supervisor.services.review.service.iter_source", watched)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
         assert isinstance(screen, ReviewScreen)

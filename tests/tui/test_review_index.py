@@ -8,9 +8,9 @@ from pathlib import Path
 
 from tui_helpers import generate_trace
 
-from supervisor.services.review import ReviewFilter, iter_source, summaries_for
-from supervisor.services.review_index import PAGES_CACHED, ReviewIndex, RowsView
-from supervisor.services.review_stats import compute_stats
+from supervisor.services.review.index import PAGES_CACHED, ReviewIndex, RowsView
+from supervisor.services.review.rows import ReviewFilter, iter_source, summaries_for
+from supervisor.services.review.stats import compute_stats
 
 EVENTS = 40_000
 

@@ -13,7 +13,7 @@ from screens.review_screen import ReviewScreen
 from screens.widgets.review.timeline import ReviewTimeline
 from supervisor.ledger.clock import ManualClock
 from supervisor.provider import SQLModelProvider
-from supervisor.services.review import FIRST_CHUNK, ReviewRow, iter_source
+from supervisor.services.review.rows import FIRST_CHUNK, ReviewRow, iter_source
 
 
 def make_ledger(path: Path, count: int) -> str:
@@ -85,7 +85,7 @@ async def test_the_first_screen_is_painted_before_the_rest_is_indexed(
         seen_before_second_chunk.append((len(timeline.rows), screen.index.complete))
         yield from chunks
 
-    monkeypatch.setattr("screens.review_screen.iter_source", watched)
+    monkeypatch.setattr("supervisor.services.review.service.iter_source", watched)
     async with app.run_test(size=(150, 40)) as pilot:
         screen = app.screen
         assert isinstance(screen, ReviewScreen)

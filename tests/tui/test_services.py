@@ -19,8 +19,8 @@ from supervisor.services.edits import InvalidEdit, parse_edited_arguments
 from supervisor.services.guard import RenderGuardMissing
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.rendering import render_arguments, visible_escapes
-from supervisor.services.review import ReviewFilter, ReviewRow
-from supervisor.services.review_index import ReviewIndex
+from supervisor.services.review.index import ReviewIndex
+from supervisor.services.review.rows import ReviewFilter, ReviewRow
 from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import TracesService
 

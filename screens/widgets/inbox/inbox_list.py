@@ -8,6 +8,7 @@ while the first page is already on screen.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -76,6 +77,7 @@ class InboxList(ScrollView, can_focus=True):
         Binding("end", "move_to(-1)", "Last", show=False, id="inbox.last"),
     ]
 
+    @dataclass
     class CursorMoved(Message):
         """The cursor moved to another row (or the row under it changed)."""
 

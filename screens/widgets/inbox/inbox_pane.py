@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
 from textual.app import ComposeResult
@@ -58,12 +59,11 @@ class InboxPane(Vertical):
     the rows on screen, so pages of a large pending set can be appended as they arrive.
     """
 
+    @dataclass
     class ProposalHighlighted(Message):
         """The cursor is on ``proposal`` (``None`` when the inbox is empty)."""
 
-        def __init__(self, proposal: Proposal | None) -> None:
-            super().__init__()
-            self.proposal = proposal
+        proposal: Proposal | None
 
     def __init__(self, high_risk_domains: Collection[str], *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from screens.literal import escaped
-from supervisor.services.review_stats import ReviewStats
+from supervisor.services.review.stats import ReviewStats
 
 BAR_WIDTH = 20
 

@@ -15,7 +15,7 @@ from textual.strip import Strip
 
 from screens.literal import escaped
 from screens.widgets.trace.trace_view import OUTCOME_CLASSES
-from supervisor.services.review import ReviewRow
+from supervisor.services.review.rows import ReviewRow
 
 
 def row_text(row: ReviewRow, summary: str | None = None) -> str:

@@ -6,6 +6,7 @@ position so a reader is never yanked away. A cursor row selects an event for the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -63,12 +64,11 @@ class TraceView(ScrollView, can_focus=True):
         "trace--cursor",
     }
 
+    @dataclass
     class EventSelected(Message):
         """The cursor moved onto ``event``."""
 
-        def __init__(self, event: TraceEvent) -> None:
-            super().__init__()
-            self.event = event
+        event: TraceEvent
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

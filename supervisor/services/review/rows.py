@@ -1,7 +1,7 @@
 """Offline review of a trace: read a ledger or an exported JSONL file in chunks, and filter.
 
 Sources are read lazily in chunks so a UI can show the first screen while the rest is indexed
-(into a temporary SQLite database, :mod:`supervisor.services.review_index`). A JSONL row keeps
+(into a temporary SQLite database, :mod:`supervisor.services.review.index`). A JSONL row keeps
 the byte offset of its line instead of a summary (read back on demand for the rows on screen),
 so the whole file is never held in memory.
 """
@@ -19,7 +19,6 @@ from typing import BinaryIO
 
 from supervisor.ledger.models import TraceEvent
 from supervisor.services.rendering import visible_escapes
-from supervisor.services.review_stats import ToolStats
 
 __all__ = [
     "CHUNK",
@@ -27,7 +26,6 @@ __all__ = [
     "JsonlSummaries",
     "ReviewFilter",
     "ReviewRow",
-    "ToolStats",
     "iter_source",
     "summaries_for",
 ]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from supervisor.analysis.analyzer import USABLE, percentile
 
 if TYPE_CHECKING:
-    from supervisor.services.review import ReviewRow
+    from supervisor.services.review.rows import ReviewRow
 
 #: Upper bounds (seconds) of the approval-latency histogram buckets; the last one is open.
 LATENCY_BUCKETS: tuple[tuple[str, float], ...] = (
