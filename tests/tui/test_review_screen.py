@@ -37,7 +37,10 @@ async def test_offline_review_of_a_generated_ledger_filters_and_searches(tmp_pat
         await wait_for(pilot, lambda: len(timeline.rows) == 4_000)
         assert {row.agent for row in timeline.rows} == {"agent-1"}
         screen.query_one("#filter-status").value = "error"  # type: ignore[attr-defined]
-        await wait_for(pilot, lambda: all(row.status == "error" for row in timeline.rows))
+        await wait_for(
+            pilot,
+            lambda: bool(timeline.rows) and all(row.status == "error" for row in timeline.rows),
+        )
         assert timeline.rows
         await pilot.press("escape")
         await wait_for(pilot, lambda: len(timeline.rows) == 12_000)
