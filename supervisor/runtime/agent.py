@@ -12,7 +12,6 @@ from typing import Any
 
 from supervisor.ledger.models import ApproverContext, Proposal, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.policies import ContextPolicy
 from supervisor.provider import SQLModelProvider
 from supervisor.runtime import resume as _resume
 from supervisor.runtime.cache import SemanticCache
@@ -21,6 +20,7 @@ from supervisor.runtime.context import RuntimeContext
 from supervisor.runtime.errors import AgentNotFound
 from supervisor.runtime.llm import ChatModel
 from supervisor.runtime.offload import ResultOffloader, expansion_tools
+from supervisor.runtime.policies import ContextPolicy
 from supervisor.runtime.results import ApprovalResumeResult, RunResult
 from supervisor.runtime.run import start_run, thread_history
 from supervisor.toolbox import Toolbox

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.policies import ContextPolicy
 from supervisor.runtime.config import AgentConfig
 from supervisor.runtime.llm import ChatModel
+from supervisor.runtime.policies import ContextPolicy
 from supervisor.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
