@@ -27,6 +27,7 @@ from typing import Annotated, Any, Protocol, runtime_checkable
 from pydantic import Field
 
 from supervisor.canonical import sha256_hex
+from supervisor.errors import model_error
 from supervisor.ledger.errors import BlobCorrupted
 from supervisor.ledger.models import Blob
 from supervisor.runtime.errors import (
@@ -405,7 +406,7 @@ def _reported(read: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     try:
         return read()
     except OffloadError as error:
-        return {"error": error.to_dict()}
+        return model_error(error.code, error.message)
 
 
 def _unknown_blob(hex_digest: str) -> UnknownBlob:

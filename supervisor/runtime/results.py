@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from supervisor.errors import model_error
 from supervisor.ledger.models import Proposal
 from supervisor.runtime.llm import json_text
 
@@ -93,7 +94,7 @@ def outcome_record(tool_name: str, call_id: str, evidence: dict[str, Any]) -> di
 
 def refusal(code: str, message: str) -> str:
     """Tool message content for a call that did not run."""
-    return json_text({"error": {"code": code, "message": message}})
+    return json_text(model_error(code, message))
 
 
 def run_result(

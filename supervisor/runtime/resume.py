@@ -7,6 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from supervisor.canonical import args_hash
+from supervisor.errors import model_error
 from supervisor.ledger.errors import (
     ApprovalAlreadyDecided,
     ApprovalExpired,
@@ -103,10 +104,8 @@ def _checkpoint_call(context: RuntimeContext, proposal: Proposal) -> tuple[Check
 def _decision_body(proposal: Proposal) -> dict[str, Any]:
     """What the model is told about a call a decision stopped: code, message, the reason."""
     code, message = DECISIONS[proposal.status]
-    body: dict[str, Any] = {"code": code, "message": message}
-    if proposal.decision_reason:
-        body["reason"] = proposal.decision_reason
-    return {"error": body}
+    reason = {"reason": proposal.decision_reason} if proposal.decision_reason else {}
+    return model_error(code, message, **reason)
 
 
 def _decision_result(proposal: Proposal) -> ApprovalResumeResult:
