@@ -20,7 +20,6 @@ from supervisor.runtime.context import RuntimeContext
 from supervisor.runtime.errors import AgentNotFound
 from supervisor.runtime.llm import ChatModel
 from supervisor.runtime.offload import ResultOffloader, expansion_tools
-from supervisor.runtime.policies import ContextPolicy
 from supervisor.runtime.results import ApprovalResumeResult, RunResult
 from supervisor.runtime.run import start_run, thread_history
 from supervisor.toolbox import Toolbox
@@ -231,4 +230,4 @@ class MemAgent:
         return cls.from_config(config, provider, registry, api_key=api_key)
 
 
-__all__ = ["ContextPolicy", "MemAgent"]
+__all__ = ["MemAgent"]

@@ -39,8 +39,8 @@ class TurnEngine:
     def _save(
         self, tracer: RunTracer, messages: list[dict[str, Any]], state: RunState,
         pending: list[dict[str, Any]] | None = None, checkpoint_id: str | None = None,
-    ) -> str:  # fmt: skip
-        return save_checkpoint(
+    ) -> None:  # fmt: skip
+        save_checkpoint(
             self.context.ledger, self.context.agent_id, tracer.thread_id, messages,
             pending or [], state, checkpoint_id=checkpoint_id,
         )  # fmt: skip
