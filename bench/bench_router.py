@@ -28,7 +28,7 @@ from toolbox_dataset import (
     recall,
 )
 
-from supervisor.policies import ContextPolicy
+from supervisor.runtime.policies import ContextPolicy
 from supervisor.toolbox import Toolbox
 
 VARIANTS = (

@@ -30,8 +30,8 @@ _EXPORTS: dict[str, str] = {
     "MemAgent": "supervisor.runtime.agent",
     "RunResult": "supervisor.runtime.results",
     "ApprovalResumeResult": "supervisor.runtime.results",
-    "ContextPolicy": "supervisor.policies",
-    "ToolResultPolicy": "supervisor.policies",
+    "ContextPolicy": "supervisor.runtime.policies",
+    "ToolResultPolicy": "supervisor.runtime.policies",
     "SQLModelProvider": "supervisor.provider",
     "Proposal": "supervisor.ledger.models",
     "ProposalStatus": "supervisor.ledger.models",
@@ -71,10 +71,10 @@ if TYPE_CHECKING:
     from supervisor.errors import SupervisorError
     from supervisor.ledger.models import Proposal, ProposalStatus
     from supervisor.outcomes import ToolOutcome, ToolOutcomeStatus, ToolResult, infer_outcome
-    from supervisor.policies import ContextPolicy, ToolResultPolicy
     from supervisor.provider import SQLModelProvider
     from supervisor.runtime.agent import MemAgent
     from supervisor.runtime.builder import MemAgentBuilder
+    from supervisor.runtime.policies import ContextPolicy, ToolResultPolicy
     from supervisor.runtime.results import ApprovalResumeResult, RunResult
     from supervisor.toolbox import Toolbox
     from supervisor.tools.dispatch import ToolCallResult

@@ -88,3 +88,17 @@ class ReferenceNotImportable(ReferenceMismatch):
     """An allowlisted import reference names a module that cannot be imported."""
 
     code = "reference_not_importable"
+
+
+def model_error(code: str, message: str | None = None, **fields: Any) -> dict[str, Any]:
+    """The ``{"error": {...}}`` body a model receives in place of a result.
+
+    Only what the model may see goes in: the stable code, a message written for the model, and
+    call-specific fields (the argument at fault, a reviewer's reason), in that order. A host
+    error's ``hint`` and ``details`` are for the operator and never go in.
+    """
+    body: dict[str, Any] = {"code": code}
+    if message is not None:
+        body["message"] = message
+    body.update(fields)
+    return {"error": body}

@@ -39,7 +39,7 @@ def run(
     because you named it here. The run appears in the supervisor's processes pane, waits for
     decisions taken in the TUI or with `supervisor proposals`, and resumes.
     """
-    from supervisor.services.runner import run_supervised
+    from supervisor.runtime.host import run_supervised
 
     if db_url is not None:
         from supervisor.store.urls import to_ledger_url

@@ -6,10 +6,10 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Self
 
-from supervisor.policies import ContextPolicy, ToolResultPolicy
 from supervisor.provider import SQLModelProvider
 from supervisor.runtime.agent import MemAgent
 from supervisor.runtime.config import AgentConfig, LLMConfig, ToolReference
+from supervisor.runtime.policies import ContextPolicy, ToolResultPolicy
 from supervisor.tools.registry import ToolRegistry
 
 _DEFAULT_LLM: dict[str, Any] = {"provider": "openai", "model": "gpt-4o-mini"}
@@ -170,7 +170,7 @@ class MemAgentBuilder:
             semantic_cache=self._cache,
             cache_similarity=self._cache_similarity,
         )
-        return assemble(
+        return MemAgent.from_config(
             config, provider, registry, api_key=api_key, toolbox=self._toolbox,
             embedder=self._embedder, base_url=base_url,
         )  # fmt: skip
@@ -178,42 +178,3 @@ class MemAgentBuilder:
     def build_and_save(self) -> MemAgent:
         """Build, then save the configuration and tool registry for ``MemAgent.load``."""
         return self.build().save()
-
-
-def assemble(
-    config: AgentConfig,
-    provider: SQLModelProvider,
-    registry: ToolRegistry,
-    *,
-    api_key: str | None = None,
-    toolbox: Any = None,
-    embedder: Any = None,
-    base_url: str | None = None,
-) -> MemAgent:
-    """Wire an agent from its configuration (shared by ``build`` and ``MemAgent.load``).
-
-    ``api_key`` and ``base_url`` (with any credentials it carries) live in this process only:
-    ``config`` holds the saved form, without them.
-    """
-    offloader = None
-    if config.tool_result_policy is not None:
-        from supervisor.runtime.offload import ResultOffloader, expansion_tools
-
-        offloader = ResultOffloader(provider, config.tool_result_policy)
-        for tool in expansion_tools(offloader):
-            registry.register(tool, replace=True)
-    if toolbox is None and config.toolbox_agent_id is not None:
-        from supervisor.toolbox import Toolbox
-
-        toolbox = Toolbox.load(provider, config.toolbox_agent_id, list(registry))
-    cache = None
-    if config.semantic_cache:
-        from supervisor.runtime.cache import SemanticCache
-
-        cache = SemanticCache(
-            provider.ledger, embedder=embedder, similarity=config.cache_similarity
-        )
-    return MemAgent(
-        config, provider, registry, api_key=api_key, toolbox=toolbox, offloader=offloader,
-        cache=cache, base_url=base_url,
-    )  # fmt: skip

@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from supervisor.policies import ContextPolicy, ToolResultPolicy
 from supervisor.runtime.endpoint import Endpoint, saved_base_url
 from supervisor.runtime.errors import ModelConfigError
+from supervisor.runtime.policies import ContextPolicy, ToolResultPolicy
 
 
 class LLMConfig(BaseModel):

@@ -10,93 +10,53 @@ model's order. Every call that is refused unrun records an ``error`` outcome wit
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from supervisor.canonical import canonical_hash
+from supervisor.runtime.calls import Refusal, deliver, resolve_call, tool_payload
+from supervisor.runtime.context import RuntimeContext
 from supervisor.runtime.errors import ModelUnavailable
 from supervisor.runtime.intake import OVER_CAP_ANSWER, over_cap_message, unique_call_ids
-from supervisor.runtime.llm import AssistantTurn, ModelToolCall, json_text, tool_message
-from supervisor.runtime.results import RunResult, RunStatus
-from supervisor.runtime.state import PendingCall, RunState
+from supervisor.runtime.llm import AssistantTurn, ModelToolCall, tool_message
+from supervisor.runtime.results import RunResult, RunStatus, outcome_record, refusal, run_result
+from supervisor.runtime.state import PendingCall, RunState, save_checkpoint
 from supervisor.runtime.trace import RunTracer
-from supervisor.tools.dispatch import ToolCallResult
+from supervisor.tools.dispatch import ToolCallResult, error_result
 from supervisor.tools.errors import ToolCallError
 
 if TYPE_CHECKING:
-    from supervisor.runtime.agent import MemAgent
     from supervisor.tools.governed import GovernedTool
 
     AnyTool = GovernedTool[..., Any]
-
-OUTCOME_KEYS = (
-    "status",
-    "reason_code",
-    "provider",
-    "fallback_provider",
-    "degraded",
-    "result_count",
-    "latency_ms",
-)
-
-
-def outcome_record(tool_name: str, call_id: str, evidence: dict[str, Any]) -> dict[str, Any]:
-    """One entry of ``last_tool_outcomes``: content-free evidence of one call."""
-    record: dict[str, Any] = {"tool_name": tool_name, "call_id": call_id}
-    record.update({key: evidence.get(key) for key in OUTCOME_KEYS})
-    return record
-
-
-def refusal(code: str, message: str) -> str:
-    """Tool message content for a call that did not run."""
-    return json_text({"error": {"code": code, "message": message}})
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A call refused before it reached a tool: what the model is told, and why.
-
-    Attributes:
-        code: The code the model sees.
-        message: The sentence the model sees.
-        reason_code: The outcome's reason code for the host (traces, ``last_tool_outcomes``);
-            it may be more precise than ``code``, e.g. ``tool_out_of_scope`` where the model
-            is told ``unknown_tool`` so it learns nothing about tools it may not call.
-    """
-
-    code: str
-    message: str
-    reason_code: str = ""
-
-    @property
-    def content(self) -> str:
-        """The tool message content."""
-        return refusal(self.code, self.message)
-
-
-def unknown_tool(name: str, reason_code: str = "unknown_tool") -> Refusal:
-    """The answer to a call of a tool the caller may not see, whether or not it exists."""
-    return Refusal("unknown_tool", f"There is no tool named {name!r}.", reason_code)
 
 
 class TurnEngine:
     """Runs model turns for one agent until the run completes, pauses, fails or hits a limit."""
 
-    def __init__(self, agent: MemAgent) -> None:
-        self.agent = agent
+    def __init__(self, context: RuntimeContext) -> None:
+        self.context = context
+
+    def _save(
+        self, tracer: RunTracer, messages: list[dict[str, Any]], state: RunState,
+        pending: list[dict[str, Any]] | None = None, checkpoint_id: str | None = None,
+    ) -> None:  # fmt: skip
+        save_checkpoint(
+            self.context.ledger, self.context.agent_id, tracer.thread_id, messages,
+            pending or [], state, checkpoint_id=checkpoint_id,
+        )  # fmt: skip
 
     def run_loop(
         self, messages: list[dict[str, Any]], state: RunState, tracer: RunTracer
     ) -> RunResult:
         """Go on from ``messages`` (whose last message awaits a model reply)."""
-        agent = self.agent
-        policy = agent.config.context_policy
+        context = self.context
+        policy = context.policy
         while True:
             if state.turns >= policy.max_model_turns:
                 return self._stop(messages, state, tracer, "limit_reached", "max_model_turns")
-            tools = agent.tool_payload(messages, state, tracer)
+            tools = tool_payload(context, messages, state, tracer)
             try:
-                turn = agent.model.complete(messages, tools)
+                turn = context.model.complete(messages, tools)
             except ModelUnavailable as exc:
                 tracer.event("model_call", outcome_status="provider_error", reason_code=exc.code)
                 return self._stop(messages, state, tracer, "failed", exc.code, exc.to_dict())
@@ -115,10 +75,10 @@ class TurnEngine:
             messages.append(turn.as_message())
             if not turn.tool_calls:
                 state.status = "completed"
-                agent.save_checkpoint(tracer.thread_id, messages, [], state)
+                self._save(tracer, messages, state)
                 tracer.event("run", outcome_status="completed", turns=state.turns)
                 tracer.flush()
-                return agent.run_result("completed", tracer, state, output=turn.content)
+                return run_result("completed", tracer, state, output=turn.content)
             pending = self.process_calls(turn, state, tracer, renamed)
             if pending:
                 return self._pause(messages, state, tracer, pending)
@@ -138,11 +98,11 @@ class TurnEngine:
         detail: dict[str, Any] | None = None,
     ) -> RunResult:
         state.status = status
-        self.agent.save_checkpoint(tracer.thread_id, messages, [], state)
+        self._save(tracer, messages, state)
         tracer.event("run", outcome_status=status, reason_code=code)
         tracer.flush()
         error = detail or {"code": code, "message": f"The run stopped: {code}."}
-        return self.agent.run_result(status, tracer, state, error=error)
+        return run_result(status, tracer, state, error=error)
 
     def _pause(
         self,
@@ -151,31 +111,27 @@ class TurnEngine:
         tracer: RunTracer,
         pending: list[tuple[PendingCall, AnyTool, dict[str, Any]]],
     ) -> RunResult:
-        agent = self.agent
+        context = self.context
         state.status = "awaiting_approval"
         checkpoint_id = uuid.uuid4().hex
-        agent.save_checkpoint(
-            tracer.thread_id,
-            messages,
-            [call.model_dump() for call, _, _ in pending],
-            state,
-            checkpoint_id=checkpoint_id,
+        self._save(
+            tracer, messages, state, [call.model_dump() for call, _, _ in pending], checkpoint_id
         )
         proposals = []
         for call, tool, arguments in pending:
-            proposal = agent.ledger.propose(
+            proposal = context.ledger.propose(
                 tool.name,
                 tool.schema_hash,
                 arguments,
                 execution_target=tool.execution_target,
                 policy_reason=tool.policy.approval_reason or "",
-                owner=agent.agent_id,
+                owner=context.agent_id,
                 user=state.user_id,
                 thread_id=tracer.thread_id,
                 checkpoint_id=checkpoint_id,
                 call_id=call.call_id,
                 domains=tool.policy.domains,
-                ttl_seconds=agent.config.context_policy.approval_ttl_seconds,
+                ttl_seconds=context.policy.approval_ttl_seconds,
             )
             proposals.append(proposal)
             tracer.event(
@@ -188,23 +144,21 @@ class TurnEngine:
             )
         tracer.event("run", outcome_status="awaiting_approval", pending=len(proposals))
         tracer.flush()
-        return agent.run_result("awaiting_approval", tracer, state, proposals=proposals)
+        return run_result("awaiting_approval", tracer, state, proposals=proposals)
 
     def process_calls(
-        self, turn: AssistantTurn, state: RunState, tracer: RunTracer,
-        renamed: dict[str, str] | None = None,
-    ) -> list[tuple[PendingCall, AnyTool, dict[str, Any]]]:  # fmt: skip
+        self, turn: AssistantTurn, state: RunState, tracer: RunTracer, renamed: dict[str, str]
+    ) -> list[tuple[PendingCall, AnyTool, dict[str, Any]]]:
         """Answer or propose every call of one model turn, in the model's order.
 
         ``renamed`` maps re-keyed call ids to the ids the model sent (traced beside them).
         """
-        agent = self.agent
-        policy = agent.config.context_policy
+        context = self.context
+        policy = context.policy
         cap = policy.max_tool_calls_per_turn
         state.call_order = [call.call_id for call in turn.tool_calls]
         state.answered = {}
         pending: list[tuple[PendingCall, AnyTool, dict[str, Any]]] = []
-        renamed = renamed or {}
         for call in turn.tool_calls[:cap]:
             if call.call_id in renamed:
                 tracer.event(
@@ -213,7 +167,7 @@ class TurnEngine:
                 )  # fmt: skip
             else:
                 tracer.event("tool_call", tool=call.name, call_id=call.call_id)
-            resolved = agent.resolve_call(call, state, tracer)
+            resolved = resolve_call(context, call, state)
             if isinstance(resolved, Refusal):
                 self._answer_refusal(state, tracer, call, resolved)
                 continue
@@ -224,7 +178,8 @@ class TurnEngine:
             try:
                 prepared = tool.prepare(arguments)
             except ToolCallError as error:
-                self._answer_result(state, tracer, call.call_id, tool.name, _refused(tool, error))
+                refused = error_result(tool.name, error)
+                self._answer_result(state, tracer, call.call_id, tool.name, refused)
                 continue
             key = canonical_hash({"tool": tool.name, "arguments": prepared.arguments})
             state.attempts[key] = state.attempts.get(key, 0) + 1
@@ -240,7 +195,7 @@ class TurnEngine:
                     call_id=call.call_id,
                     tool_name=tool.name,
                     proposal_id="",
-                    arguments=arguments if isinstance(arguments, str) else json_text(arguments),
+                    arguments=arguments,
                     schema_hash=tool.schema_hash,
                 )
                 pending.append((pending_call, tool, prepared.arguments))
@@ -271,7 +226,7 @@ class TurnEngine:
         self, state: RunState, tracer: RunTracer, call_id: str, tool_name: str,
         result: ToolCallResult,
     ) -> None:  # fmt: skip
-        delivery = self.agent.deliver(tool_name, call_id, result)
+        delivery = deliver(self.context, tool_name, call_id, result)
         result, blob_ref = delivery.result, delivery.blob_ref
         state.answered[call_id] = delivery.content
         evidence = result.evidence()
@@ -300,9 +255,3 @@ class TurnEngine:
             "tool_result", tool=call.name, outcome_status="error", reason_code=reason,
             call_id=call.call_id,
         )  # fmt: skip
-
-
-def _refused(tool: AnyTool, error: ToolCallError) -> ToolCallResult:
-    from supervisor.tools.dispatch import error_result
-
-    return error_result(tool.name, error)

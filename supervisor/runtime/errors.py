@@ -33,3 +33,33 @@ class CheckpointTooNew(SupervisorError, ValueError):
     """A checkpoint was written by a newer release of the runtime."""
 
     code = "checkpoint_schema_too_new"
+
+
+class OffloadError(SupervisorError):
+    """Base of the errors raised when reading an offloaded result."""
+
+    code = "offload_error"
+
+
+class InvalidDigest(OffloadError, ValueError):
+    """A digest is not 64 hex characters (optionally prefixed with ``sha256:``)."""
+
+    code = "invalid_digest"
+
+
+class UnknownBlob(OffloadError, LookupError):
+    """No stored result has that digest."""
+
+    code = "unknown_blob"
+
+
+class BlobIntegrityFailed(OffloadError):
+    """The stored content no longer hashes to its digest, so it is not returned."""
+
+    code = "blob_integrity_failed"
+
+
+class BlobNotText(OffloadError, ValueError):
+    """The blob is not UTF-8 text, so it is not an offloaded tool result."""
+
+    code = "blob_not_text"

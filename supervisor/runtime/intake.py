@@ -20,12 +20,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
+from supervisor.errors import model_error
 from supervisor.runtime.llm import AssistantTurn, ModelToolCall, json_text
 
 #: Call ids longer than this are re-keyed (the ledger stores call ids in 200 characters).
 MAX_CALL_ID_CHARS = 128
 #: What each over-cap call after the first is answered with: the code, nothing else.
-OVER_CAP_ANSWER = json_text({"error": {"code": "tool_call_limit"}})
+OVER_CAP_ANSWER = json_text(model_error("tool_call_limit"))
 
 
 def _base_id(call_id: str) -> str:

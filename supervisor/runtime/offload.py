@@ -27,12 +27,19 @@ from typing import Annotated, Any, Protocol, runtime_checkable
 from pydantic import Field
 
 from supervisor.canonical import sha256_hex
-from supervisor.errors import SupervisorError
+from supervisor.errors import model_error
 from supervisor.ledger.errors import BlobCorrupted
 from supervisor.ledger.models import Blob
-from supervisor.policies import ToolResultPolicy
+from supervisor.runtime.errors import (
+    BlobIntegrityFailed,
+    BlobNotText,
+    InvalidDigest,
+    OffloadError,
+    UnknownBlob,
+)
 from supervisor.runtime.identifiers import extract_identifiers
 from supervisor.runtime.pointers import current_scope
+from supervisor.runtime.policies import ToolResultPolicy
 from supervisor.tools.governed import GovernedTool, governed_tool
 
 EXPAND_TOOL = "expand_result"
@@ -89,36 +96,6 @@ class LedgerHolder(Protocol):
 
     @property
     def ledger(self) -> BlobStore: ...
-
-
-class OffloadError(SupervisorError):
-    """Base of the errors raised when reading an offloaded result."""
-
-    code = "offload_error"
-
-
-class InvalidDigest(OffloadError, ValueError):
-    """A digest is not 64 hex characters (optionally prefixed with ``sha256:``)."""
-
-    code = "invalid_digest"
-
-
-class UnknownBlob(OffloadError, LookupError):
-    """No stored result has that digest."""
-
-    code = "unknown_blob"
-
-
-class BlobIntegrityFailed(OffloadError):
-    """The stored content no longer hashes to its digest, so it is not returned."""
-
-    code = "blob_integrity_failed"
-
-
-class BlobNotText(OffloadError, ValueError):
-    """The blob is not UTF-8 text, so it is not an offloaded tool result."""
-
-    code = "blob_not_text"
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,7 +406,7 @@ def _reported(read: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     try:
         return read()
     except OffloadError as error:
-        return {"error": error.to_dict()}
+        return model_error(error.code, error.message)
 
 
 def _unknown_blob(hex_digest: str) -> UnknownBlob:

@@ -1,12 +1,18 @@
-"""What ``run`` and ``resume_approval`` return."""
+"""What ``run`` and ``resume_approval`` return, and the records they are built from."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from supervisor.errors import model_error
 from supervisor.ledger.models import Proposal
+from supervisor.runtime.llm import json_text
+
+if TYPE_CHECKING:
+    from supervisor.runtime.state import RunState
+    from supervisor.runtime.trace import RunTracer
 
 RunStatus = Literal["completed", "awaiting_approval", "failed", "limit_reached"]
 
@@ -66,3 +72,43 @@ class ApprovalResumeResult(BaseModel):
     ok: bool = False
     error_code: str | None = None
     run: RunResult | None = None
+
+
+OUTCOME_KEYS = (
+    "status",
+    "reason_code",
+    "provider",
+    "fallback_provider",
+    "degraded",
+    "result_count",
+    "latency_ms",
+)
+
+
+def outcome_record(tool_name: str, call_id: str, evidence: dict[str, Any]) -> dict[str, Any]:
+    """One entry of ``last_tool_outcomes``: content-free evidence of one call."""
+    record: dict[str, Any] = {"tool_name": tool_name, "call_id": call_id}
+    record.update({key: evidence.get(key) for key in OUTCOME_KEYS})
+    return record
+
+
+def refusal(code: str, message: str) -> str:
+    """Tool message content for a call that did not run."""
+    return json_text(model_error(code, message))
+
+
+def run_result(
+    status: RunStatus,
+    tracer: RunTracer,
+    state: RunState,
+    *,
+    output: str | None = None,
+    proposals: list[Proposal] | None = None,
+    error: dict[str, Any] | None = None,
+) -> RunResult:
+    """Assemble the :class:`RunResult` of the run that ``tracer`` and ``state`` belong to."""
+    return RunResult(
+        status=status, agent_id=tracer.agent_id, thread_id=tracer.thread_id,
+        run_id=state.run_id, output=output, proposals=proposals or [],
+        outcomes=list(state.outcomes), usage=dict(state.usage), error=error,
+    )  # fmt: skip

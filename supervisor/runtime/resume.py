@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import TYPE_CHECKING, Any
 
 from supervisor.canonical import args_hash
+from supervisor.errors import model_error
 from supervisor.ledger.errors import (
     ApprovalAlreadyDecided,
     ApprovalExpired,
@@ -14,17 +16,19 @@ from supervisor.ledger.errors import (
     LedgerError,
 )
 from supervisor.ledger.models import ExecutorIdentity, Proposal, ProposalStatus
-from supervisor.runtime.engine import outcome_record, refusal
+from supervisor.runtime.calls import deliver
+from supervisor.runtime.context import RuntimeContext
+from supervisor.runtime.engine import TurnEngine
 from supervisor.runtime.errors import CheckpointMissing
 from supervisor.runtime.llm import json_text, tool_message
-from supervisor.runtime.results import ApprovalResumeResult
-from supervisor.runtime.state import PendingCall, RunState
+from supervisor.runtime.pointers import pointer_scope
+from supervisor.runtime.results import ApprovalResumeResult, outcome_record, refusal
+from supervisor.runtime.state import PendingCall, RunState, load_state
 from supervisor.runtime.trace import RunTracer
 from supervisor.tools.errors import ToolCallError
 
 if TYPE_CHECKING:
     from supervisor.ledger.models import Checkpoint
-    from supervisor.runtime.agent import MemAgent
 
 _S = ProposalStatus
 
@@ -43,14 +47,14 @@ DECISIONS: dict[ProposalStatus, tuple[str, str]] = {
 
 
 def list_proposals(
-    agent: MemAgent, status: str | ProposalStatus | None, thread_id: str | None
+    context: RuntimeContext, status: str | ProposalStatus | None, thread_id: str | None
 ) -> list[Proposal]:
-    """Every proposal of ``agent`` with that status (all pages), oldest first."""
+    """Every proposal of the context's agent with that status (all pages), oldest first."""
     proposals: list[Proposal] = []
     cursor: str | None = None
     while True:
-        page = agent.ledger.list(
-            status=status, owner=agent.agent_id, thread_id=thread_id, limit=500, cursor=cursor
+        page = context.ledger.list(
+            status=status, owner=context.agent_id, thread_id=thread_id, limit=500, cursor=cursor
         )
         proposals.extend(page.items)
         if page.next_cursor is None:
@@ -58,9 +62,9 @@ def list_proposals(
         cursor = page.next_cursor
 
 
-def wait_for_decision(agent: MemAgent, proposal_id: str, timeout: float) -> Proposal:
+def wait_for_decision(context: RuntimeContext, proposal_id: str, timeout: float) -> Proposal:
     """Block on the ledger's change feed until the proposal leaves ``pending``."""
-    ledger = agent.ledger
+    ledger = context.ledger
     deadline = time.monotonic() + max(timeout, 0.0)
     cursor = ledger.head()
     while True:
@@ -78,9 +82,9 @@ def wait_for_decision(agent: MemAgent, proposal_id: str, timeout: float) -> Prop
             cursor = records[-1].seq
 
 
-def _checkpoint_call(agent: MemAgent, proposal: Proposal) -> tuple[Checkpoint, PendingCall]:
+def _checkpoint_call(context: RuntimeContext, proposal: Proposal) -> tuple[Checkpoint, PendingCall]:
     checkpoint = (
-        agent.ledger.load_checkpoint(proposal.checkpoint_id) if proposal.checkpoint_id else None
+        context.ledger.load_checkpoint(proposal.checkpoint_id) if proposal.checkpoint_id else None
     )
     if checkpoint is None:
         raise CheckpointMissing(
@@ -100,10 +104,8 @@ def _checkpoint_call(agent: MemAgent, proposal: Proposal) -> tuple[Checkpoint, P
 def _decision_body(proposal: Proposal) -> dict[str, Any]:
     """What the model is told about a call a decision stopped: code, message, the reason."""
     code, message = DECISIONS[proposal.status]
-    body: dict[str, Any] = {"code": code, "message": message}
-    if proposal.decision_reason:
-        body["reason"] = proposal.decision_reason
-    return {"error": body}
+    reason = {"reason": proposal.decision_reason} if proposal.decision_reason else {}
+    return model_error(code, message, **reason)
 
 
 def _decision_result(proposal: Proposal) -> ApprovalResumeResult:
@@ -118,24 +120,24 @@ def _decision_result(proposal: Proposal) -> ApprovalResumeResult:
     )
 
 
-def _stored_result(agent: MemAgent, proposal: Proposal) -> Any:
-    execution = agent.ledger.execution(proposal.proposal_id)
+def _stored_result(context: RuntimeContext, proposal: Proposal) -> Any:
+    execution = context.ledger.execution(proposal.proposal_id)
     if (
         execution is None
         or not execution.result_ref
         or not execution.result_ref.startswith("blob:")
     ):
         return None
-    blob = agent.ledger.get_blob(execution.result_ref.removeprefix("blob:"))
+    blob = context.ledger.get_blob(execution.result_ref.removeprefix("blob:"))
     return None if blob is None or blob.content is None else blob.content.decode("utf-8")
 
 
 def _execute(
-    agent: MemAgent, proposal: Proposal, call: PendingCall, tracer: RunTracer
+    context: RuntimeContext, proposal: Proposal, call: PendingCall, tracer: RunTracer
 ) -> ApprovalResumeResult:
     """Claim an approved proposal and run its tool exactly once."""
-    ledger = agent.ledger
-    tool = agent.tools.rebind(call.tool_name, None, call.schema_hash)
+    ledger = context.ledger
+    tool = context.tools.rebind(call.tool_name, None, call.schema_hash)
     edited = proposal.supersedes_id is not None
     source: Any = proposal.arguments if edited else call.arguments
     try:
@@ -145,7 +147,7 @@ def _execute(
     expected = args_hash(
         tool.name, tool.schema_hash, prepared.arguments, tool.execution_target or {}
     )
-    executor = ExecutorIdentity.current(f"agent:{agent.agent_id}")
+    executor = ExecutorIdentity.current(f"agent:{context.agent_id}")
     try:
         ledger.claim(proposal.proposal_id, expected, executor)
     except (ApprovalExpired, ArgumentsMismatch, AuditMismatch, ApprovalAlreadyDecided) as exc:
@@ -157,7 +159,7 @@ def _execute(
         return ApprovalResumeResult(
             proposal=current, consumed=current.status.consumed, error_code=exc.code
         )
-    delivery = agent.deliver(tool.name, call.call_id, tool.execute(prepared, approved=True))
+    delivery = deliver(context, tool.name, call.call_id, tool.execute(prepared, approved=True))
     result, content, blob_ref = delivery.result, delivery.content, delivery.blob_ref
     if edited:  # the delivered form (pointer or refusal for a large result), never more
         content = json_text({"edited_by_human": {"arguments": prepared.arguments}, "result": (
@@ -190,31 +192,31 @@ def _execute(
     )
 
 
-def resume(agent: MemAgent, proposal_id: str, continue_model: bool) -> ApprovalResumeResult:
+def resume(context: RuntimeContext, proposal_id: str, continue_model: bool) -> ApprovalResumeResult:
     """See :meth:`MemAgent.resume_approval`."""
-    ledger = agent.ledger
+    ledger = context.ledger
     proposal = ledger.get(proposal_id)
     if proposal.status in (_S.PENDING, _S.APPROVED) and proposal.expires_at <= ledger.clock.now():
         ledger.expire_due()
         proposal = ledger.get(proposal_id)
-    checkpoint, call = _checkpoint_call(agent, proposal)
-    state = agent.load_state(checkpoint.state)
-    with agent.pointer_scope(checkpoint.thread_id, state.user_id):
-        return _resume_checkpoint(agent, proposal, checkpoint, call, state, continue_model)
+    checkpoint, call = _checkpoint_call(context, proposal)
+    state = load_state(checkpoint.state)
+    with pointer_scope(context.agent_id, checkpoint.thread_id, state.user_id):
+        return _resume_checkpoint(context, proposal, checkpoint, call, state, continue_model)
 
 
 def _resume_checkpoint(
-    agent: MemAgent,
+    context: RuntimeContext,
     proposal: Proposal,
     checkpoint: Checkpoint,
     call: PendingCall,
     state: RunState,
     continue_model: bool,
 ) -> ApprovalResumeResult:
-    ledger = agent.ledger
-    tracer = RunTracer(ledger, agent.agent_id, checkpoint.thread_id, state.run_id)
+    ledger = context.ledger
+    tracer = RunTracer(ledger, context.agent_id, checkpoint.thread_id, state.run_id)
     if proposal.status is _S.APPROVED:
-        result = _execute(agent, proposal, call, tracer)
+        result = _execute(context, proposal, call, tracer)
     elif proposal.status is _S.PENDING:
         result = ApprovalResumeResult(proposal=proposal, error_code="approval_pending")
     elif proposal.status in DECISIONS:
@@ -222,31 +224,29 @@ def _resume_checkpoint(
         tracer.event("approval", tool=proposal.tool_name, outcome_status=result.error_code)
         tracer.flush()
     else:
-        stored = _stored_result(agent, proposal)
+        stored = _stored_result(context, proposal)
         result = ApprovalResumeResult(
             proposal=proposal, consumed=True, error_code="already_consumed",
             tool_result=None if stored is None else _parse(stored),
         )  # fmt: skip
     if continue_model and result.error_code not in ("approval_pending", "already_consumed"):
-        messages = _continued_messages(agent, checkpoint, state)
+        messages = _continued_messages(context, checkpoint, state)
         if messages is not None:
             if result.outcome is not None:
                 state.outcomes.append(result.outcome)
-            run = agent.engine.run_loop(messages, state, tracer)
+            run = TurnEngine(context).run_loop(messages, state, tracer)
             return result.model_copy(update={"run": run, "assistant_response": run.output})
     return result
 
 
 def _parse(text: str) -> Any:
-    import json
-
     try:
         return json.loads(text)
     except ValueError:
         return text
 
 
-def _resolution(agent: MemAgent, proposals: list[Proposal], call_id: str) -> str | None:
+def _resolution(context: RuntimeContext, proposals: list[Proposal], call_id: str) -> str | None:
     """Tool message content for a paused call, or None while it is still undecided."""
     chain = [proposal for proposal in proposals if proposal.call_id == call_id]
     live = [proposal for proposal in chain if proposal.status is not _S.SUPERSEDED] or chain
@@ -256,28 +256,28 @@ def _resolution(agent: MemAgent, proposals: list[Proposal], call_id: str) -> str
     if proposal.status in (_S.PENDING, _S.APPROVED, _S.EXECUTING):
         return None
     if proposal.status in (_S.EXECUTED, _S.FAILED):
-        return _stored_result(agent, proposal) or refusal("result_missing", "No stored result.")
+        return _stored_result(context, proposal) or refusal("result_missing", "No stored result.")
     return json_text(_decision_body(proposal))
 
 
 def _continued_messages(
-    agent: MemAgent, checkpoint: Checkpoint, state: Any
+    context: RuntimeContext, checkpoint: Checkpoint, state: RunState
 ) -> list[dict[str, Any]] | None:
     """The history with every call of the paused turn answered, or None if one is undecided."""
-    latest = agent.ledger.latest_checkpoint(agent.agent_id, checkpoint.thread_id)
+    latest = context.ledger.latest_checkpoint(context.agent_id, checkpoint.thread_id)
     if latest is None or latest.checkpoint_id != checkpoint.checkpoint_id:
         return None  # the thread already moved on (another process continued it)
     try:
         proposals = [
             proposal
-            for proposal in list_proposals(agent, None, checkpoint.thread_id)
+            for proposal in list_proposals(context, None, checkpoint.thread_id)
             if proposal.checkpoint_id == checkpoint.checkpoint_id
         ]
     except LedgerError:
         return None
     messages = [dict(message) for message in checkpoint.messages]
     for call_id in state.call_order:
-        content = state.answered.get(call_id) or _resolution(agent, proposals, call_id)
+        content = state.answered.get(call_id) or _resolution(context, proposals, call_id)
         if content is None:
             return None
         messages.append(tool_message(call_id, content))

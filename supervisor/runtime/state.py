@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from supervisor.runtime.errors import CheckpointTooNew
+
+if TYPE_CHECKING:
+    from supervisor.ledger.service import ApprovalLedger
 
 #: Bumped when the checkpoint layout changes; a newer checkpoint is refused, not guessed at.
 RUN_STATE_VERSION = 1
@@ -51,3 +57,37 @@ class RunState(BaseModel):
     outcomes: list[dict[str, Any]] = Field(default_factory=list)
     toolbox_state: dict[str, Any] = Field(default_factory=dict)
     status: str = "completed"
+
+
+def save_checkpoint(
+    ledger: ApprovalLedger,
+    agent_id: str,
+    thread_id: str,
+    messages: list[dict[str, Any]],
+    pending: Iterable[dict[str, Any]],
+    state: RunState,
+    *,
+    checkpoint_id: str | None = None,
+) -> str:
+    """Store the run's history, pending calls and state as JSON; returns the checkpoint id."""
+    checkpoint = ledger.save_checkpoint(
+        agent_id, thread_id, messages, list(pending),
+        state=state.model_dump(mode="json"), checkpoint_id=checkpoint_id,
+    )  # fmt: skip
+    return checkpoint.checkpoint_id
+
+
+def load_state(raw: dict[str, Any]) -> RunState:
+    """Parse a checkpoint's run state, refusing one from a newer runtime.
+
+    Raises:
+        CheckpointTooNew: the state's version is newer than :data:`RUN_STATE_VERSION`.
+    """
+    version = int(raw.get("version", RUN_STATE_VERSION))
+    if version > RUN_STATE_VERSION:
+        raise CheckpointTooNew(
+            f"The checkpoint was written by a newer runtime (state version {version}, "
+            f"this one reads {RUN_STATE_VERSION}).",
+            hint="Upgrade agent-supervisor in this process before resuming.",
+        )
+    return RunState.model_validate(raw)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]  # no stubs; typed as Any at this edge
 
 from supervisor.errors import SupervisorError
 from supervisor.tools.policy import is_reserved_name
@@ -55,10 +56,6 @@ def parse_edited_arguments(text: str, schema: dict[str, Any] | None) -> dict[str
 
 
 def _check_schema(value: dict[str, Any], schema: dict[str, Any]) -> None:
-    try:
-        jsonschema: Any = importlib.import_module("jsonschema")
-    except ImportError:  # pragma: no cover - installed with the mcp dependency
-        return
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(value), key=lambda error: list(error.path))
     if errors:

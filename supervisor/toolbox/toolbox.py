@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from supervisor.errors import SupervisorError
-from supervisor.policies import ContextPolicy
+from supervisor.runtime.policies import ContextPolicy
 from supervisor.toolbox.embedding import Embedder, EmbeddingIndex, reciprocal_rank_fusion
 from supervisor.toolbox.errors import ReservedToolName, ToolOutOfScope, UnknownToolHandle
 from supervisor.toolbox.lexical import DEFAULT_SYNONYMS, LexicalIndex

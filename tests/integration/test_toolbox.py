@@ -13,8 +13,8 @@ import pytest
 from support.agents import create_customer, inventory_lookup
 
 from supervisor.errors import ReferenceNotAllowed
-from supervisor.policies import ContextPolicy
 from supervisor.provider import SQLModelProvider
+from supervisor.runtime.policies import ContextPolicy
 from supervisor.toolbox import Toolbox, tool_handle
 from supervisor.tools import ToolRegistry, governed_tool
 
@@ -107,7 +107,7 @@ _CHILD = textwrap.dedent(
     import json, sys
     sys.path.insert(0, sys.argv[1])
     from toolbox_dataset import load_queries, load_tools
-    from supervisor.policies import ContextPolicy
+    from supervisor.runtime.policies import ContextPolicy
     from supervisor.toolbox import Toolbox
 
     toolbox = Toolbox.from_functions(load_tools(), agent_id="determinism")

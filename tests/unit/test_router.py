@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import pytest
 
-from supervisor.policies import ContextPolicy
+from supervisor.runtime.policies import ContextPolicy
 from supervisor.toolbox import (
     INVOKE_TOOL_NAME,
     InvalidInvocation,

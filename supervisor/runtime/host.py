@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from supervisor.errors import SupervisorError
 from supervisor.ledger.models import ProcessRecord
+from supervisor.runtime.agent import MemAgent
+from supervisor.runtime.builder import MemAgentBuilder
 
 if TYPE_CHECKING:
     from supervisor.ledger.service import ApprovalLedger
-    from supervisor.runtime.agent import MemAgent
     from supervisor.runtime.results import RunResult
 
 HEARTBEAT_SECONDS = 2.0
@@ -107,9 +108,6 @@ def build_agent(reference: str) -> MemAgent:
     Raises:
         FactoryReferenceError: The factory returned neither a ``MemAgent`` nor a builder.
     """
-    from supervisor.runtime.agent import MemAgent
-    from supervisor.runtime.builder import MemAgentBuilder
-
     made = load_factory(reference)()
     if isinstance(made, MemAgentBuilder):
         made = made.build()
