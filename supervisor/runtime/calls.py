@@ -39,9 +39,9 @@ from supervisor.tools.dispatch import ToolCallResult, error_result
 from supervisor.tools.errors import ToolCallError
 
 if TYPE_CHECKING:
-    from supervisor.tools.governed import GovernedTool
+    from supervisor.tools.contract import Tool
 
-    AnyTool = GovernedTool[..., Any]
+    AnyTool = Tool
 
 
 @dataclass(frozen=True)

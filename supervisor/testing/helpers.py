@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from supervisor import GovernedTool, MemAgent, SQLModelProvider, ToolCallResult
+    from supervisor import MemAgent, SQLModelProvider, ToolCallResult
     from supervisor.testing.scripted_model import ScriptedModel
+    from supervisor.tools.contract import Tool
 
 __all__ = ["approve_all", "assert_refused", "llm_config", "temporary_ledger"]
 
@@ -43,9 +44,7 @@ def llm_config(model: ScriptedModel, **extra: Any) -> dict[str, Any]:
     }
 
 
-def assert_refused(
-    tool: GovernedTool[..., Any], arguments: str | Mapping[str, Any], code: str
-) -> ToolCallResult:
+def assert_refused(tool: Tool, arguments: str | Mapping[str, Any], code: str) -> ToolCallResult:
     """Dispatch ``arguments`` and assert the call was refused with ``code`` without running.
 
     Returns:
