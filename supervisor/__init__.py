@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from supervisor.lazy import lazy_exports
-
-__version__ = "0.1.0"
+from supervisor.version import __version__ as __version__
 
 _EXPORTS: dict[str, str] = {
     "governed_tool": "supervisor.tools.governed",

@@ -33,11 +33,11 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import IO, Any
 
-from supervisor import __version__
 from supervisor.analysis.analyzer import USABLE
 from supervisor.ledger.models import TraceEvent
 from supervisor.redact import redact_event, text_redactor
 from supervisor.services.rendering import dumps_visible, visible_json
+from supervisor.version import __version__
 
 SPAN_KIND_INTERNAL = 1
 SPAN_KIND_CLIENT = 3

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import click
 
-from supervisor import __version__
 from supervisor.errors import SupervisorError
+from supervisor.version import __version__
 
 #: name -> ("module:attribute", one-line help). Add a command group with one line here.
 LAZY_COMMANDS: dict[str, tuple[str, str]] = {

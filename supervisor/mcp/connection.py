@@ -22,9 +22,9 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 
-from supervisor import __version__
 from supervisor.errors import SupervisorError
 from supervisor.mcp.config import McpServerConfig
+from supervisor.version import __version__
 
 T = TypeVar("T")
 _OPEN: weakref.WeakSet[McpConnection] = weakref.WeakSet()

@@ -22,11 +22,11 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 
-from supervisor import __version__
 from supervisor.analysis.analyzer import analyze, parse_since
 from supervisor.ledger.models import Proposal, ProposalStatus, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.redact import REDACTED, redact
+from supervisor.version import __version__
 
 INSTRUCTIONS = (
     "Read-only view of the Agent Supervisor ledger: pending proposals (arguments as keys and "
