@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     "ApprovalResumeResult": "supervisor.runtime.results",
     "ContextPolicy": "supervisor.policies",
     "ToolResultPolicy": "supervisor.policies",
-    "SQLModelProvider": "supervisor.provider",
+    "SQLModelProvider": "supervisor.store.provider",
     "Proposal": "supervisor.ledger.models",
     "ProposalStatus": "supervisor.ledger.models",
     "Toolbox": "supervisor.toolbox",
@@ -72,10 +72,10 @@ if TYPE_CHECKING:
     from supervisor.ledger.models import Proposal, ProposalStatus
     from supervisor.outcomes import ToolOutcome, ToolOutcomeStatus, ToolResult, infer_outcome
     from supervisor.policies import ContextPolicy, ToolResultPolicy
-    from supervisor.provider import SQLModelProvider
     from supervisor.runtime.agent import MemAgent
     from supervisor.runtime.builder import MemAgentBuilder
     from supervisor.runtime.results import ApprovalResumeResult, RunResult
+    from supervisor.store.provider import SQLModelProvider
     from supervisor.toolbox import Toolbox
     from supervisor.tools.dispatch import ToolCallResult
     from supervisor.tools.errors import ToolCallError

@@ -32,8 +32,8 @@ from supervisor.scripted_model import (
 )
 
 if TYPE_CHECKING:
-    from supervisor.provider import SQLModelProvider
     from supervisor.runtime.agent import MemAgent
+    from supervisor.store.provider import SQLModelProvider
     from supervisor.tools.dispatch import ToolCallResult
     from supervisor.tools.governed import GovernedTool
 
@@ -56,7 +56,7 @@ __all__ = [
 @contextmanager
 def temporary_ledger() -> Iterator[SQLModelProvider]:
     """A fresh SQLite ledger in a temporary folder, closed and deleted afterwards."""
-    from supervisor.provider import SQLModelProvider
+    from supervisor.store.provider import SQLModelProvider
 
     with tempfile.TemporaryDirectory(prefix="supervisor-test-") as folder:
         provider = SQLModelProvider(f"sqlite:///{Path(folder) / 'ledger.db'}")

@@ -61,7 +61,7 @@ def open_ledger(
             mistyped path fails with ``ledger_not_found`` and read-only storage still works.
         must_exist: The command writes but cannot mean a new ledger (e.g. deciding a proposal).
     """
-    from supervisor.provider import SQLModelProvider
+    from supervisor.store.provider import SQLModelProvider
 
     provider = SQLModelProvider(ledger_url(db_url), read_only=read_only, must_exist=must_exist)
     with provider:

@@ -24,8 +24,8 @@ from supervisor.demo.tools import (
 )
 from supervisor.ledger.models import ProcessRecord
 from supervisor.policies import ToolResultPolicy
-from supervisor.provider import SQLModelProvider
 from supervisor.runtime.builder import MemAgentBuilder
+from supervisor.store.provider import SQLModelProvider
 
 HEARTBEAT_SECONDS = 2.0
 

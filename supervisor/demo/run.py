@@ -21,8 +21,8 @@ import platformdirs
 
 from supervisor.demo.model import SCENARIOS, demo_turn
 from supervisor.ledger.models import ApproverContext
-from supervisor.provider import SQLModelProvider
 from supervisor.scripted_model import ScriptedModel
+from supervisor.store.provider import SQLModelProvider
 
 Echo = Callable[[str], object]
 

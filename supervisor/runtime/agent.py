@@ -11,7 +11,6 @@ from supervisor.canonical import canonical_hash
 from supervisor.ledger.models import ApproverContext, Proposal, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.policies import ContextPolicy
-from supervisor.provider import SQLModelProvider
 from supervisor.runtime import resume as _resume
 from supervisor.runtime.config import AgentConfig, LLMConfig
 from supervisor.runtime.delivery import Delivery, deliver_result
@@ -22,6 +21,7 @@ from supervisor.runtime.pointers import pointer_scope
 from supervisor.runtime.results import ApprovalResumeResult, RunResult, RunStatus
 from supervisor.runtime.state import RUN_STATE_VERSION, RunState
 from supervisor.runtime.trace import RunTracer
+from supervisor.store.provider import SQLModelProvider
 from supervisor.tools.dispatch import ToolCallResult
 from supervisor.tools.registry import ToolRegistry
 

@@ -31,7 +31,7 @@ from supervisor.tools.governed import GovernedTool
 from supervisor.tools.registry import ToolRegistry, as_governed
 
 if TYPE_CHECKING:
-    from supervisor.provider import SQLModelProvider
+    from supervisor.store.provider import SQLModelProvider
 
 AnyTool = GovernedTool[..., Any]
 ToolLike = AnyTool | Callable[..., Any]

@@ -27,8 +27,8 @@ from sandboxes.browser import BrowserTask
 from supervisor.canonical import canonical_json
 from supervisor.ledger.models import Proposal, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.provider import SQLModelProvider
 from supervisor.scripted_model import ScriptedModel
+from supervisor.store.provider import SQLModelProvider
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,6 @@ from sqlalchemy import text
 
 from supervisor.canonical import sha256_hex
 from supervisor.policies import ToolResultPolicy
-from supervisor.provider import SQLModelProvider
 from supervisor.runtime.offload import (
     NEVER_OFFLOAD,
     BlobIntegrityFailed,
@@ -23,6 +22,7 @@ from supervisor.runtime.offload import (
     UnknownBlob,
     expansion_tools,
 )
+from supervisor.store.provider import SQLModelProvider
 from supervisor.tools import GovernedTool
 
 ORDER_UUID = "9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f"

@@ -15,9 +15,9 @@ import pytest
 
 from supervisor import MemAgentBuilder, ToolResultPolicy, governed_tool
 from supervisor.canonical import sha256_hex
-from supervisor.provider import SQLModelProvider
 from supervisor.runtime.agent import MemAgent
 from supervisor.scripted_model import CallTools, Reply, ScriptedModel, ToolCall, Turn
+from supervisor.store.provider import SQLModelProvider
 from supervisor.testing import llm_config
 
 SALARY = "salary-row-0042"

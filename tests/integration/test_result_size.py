@@ -9,8 +9,8 @@ import json
 from typing import Any
 
 from supervisor import MemAgentBuilder, ToolResultPolicy, governed_tool
-from supervisor.provider import SQLModelProvider
 from supervisor.scripted_model import CallTools, Reply, ScriptedModel, ToolCall, Turn
+from supervisor.store.provider import SQLModelProvider
 from supervisor.testing import llm_config
 
 HUGE_CHARS = 50 * 1024 * 1024

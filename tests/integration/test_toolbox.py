@@ -14,7 +14,7 @@ from support.agents import create_customer, inventory_lookup
 
 from supervisor.errors import ReferenceNotAllowed
 from supervisor.policies import ContextPolicy
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 from supervisor.toolbox import Toolbox, tool_handle
 from supervisor.tools import ToolRegistry, governed_tool
 

@@ -13,8 +13,8 @@ from sandboxes.browser import BrowserPolicy, BrowserRunResult, BrowserTask
 from sandboxes.browser.config import ChromiumNotFound, find_chromium
 from supervisor.ledger.models import Proposal
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.provider import SQLModelProvider
 from supervisor.scripted_model import ScriptedModel
+from supervisor.store.provider import SQLModelProvider
 from support.browser_site import BrowserPlan, BrowserSite
 from support.required import unavailable
 

@@ -19,11 +19,11 @@ from screens.run_dialog import RunDialog
 from screens.widgets.processes.processes_pane import ProcessesPane
 from supervisor.demo.model import SCENARIOS, demo_turn
 from supervisor.ledger.models import ApproverContext, ProcessRecord, ProposalStatus
-from supervisor.provider import SQLModelProvider
 from supervisor.scripted_model import ScriptedModel
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.process_control import ProcessControl, log_path_of
 from supervisor.services.settings import SupervisorSettings
+from supervisor.store.provider import SQLModelProvider
 
 SIZE = (150, 45)
 TESTS = Path(__file__).resolve().parent.parent
