@@ -100,7 +100,7 @@ class Target:
 
 def open_ledger(target: Target) -> Any:
     """A fresh provider on ``target`` (schema brought current)."""
-    from supervisor.provider import SQLModelProvider
+    from supervisor.store.provider import SQLModelProvider
 
     provider = SQLModelProvider(target.url, synchronous=target.synchronous)
     provider.ledger  # noqa: B018 - opens the engine and checks the schema
@@ -387,7 +387,7 @@ def open_and_page(target: Target) -> None:
 def probe(url: str) -> None:
     """``--probe``: in a brand-new process, time the imports and the open + first page."""
     started = time.perf_counter()
-    from supervisor.provider import SQLModelProvider
+    from supervisor.store.provider import SQLModelProvider
 
     imported = time.perf_counter()
     provider = SQLModelProvider(url)
@@ -419,7 +419,7 @@ def bench_open(target: Target, repeats: int, processes: int) -> list[Series]:
         inside.append(timings["open_page_s"])
     return [
         in_process,
-        Series(f"new process: import supervisor.provider, {target.label}", imports),
+        Series(f"new process: import supervisor.store.provider, {target.label}", imports),
         Series(f"new process: open + first page (after imports), {target.label}", inside),
         Series(f"new process: spawn to exit, end to end, {target.label}", wall),
         Series(

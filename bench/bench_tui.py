@@ -48,7 +48,7 @@ ARGUMENTS = {"name": "Ada Lovelace", "email": "ada@example.com", "plan": "pro", 
 
 
 def _provider(url: str) -> Any:
-    from supervisor.provider import SQLModelProvider
+    from supervisor.store.provider import SQLModelProvider
 
     provider = SQLModelProvider(url)
     provider.ledger  # noqa: B018 - opens the engine and brings the schema current

@@ -51,7 +51,7 @@ def kill(
             belongs to something else.
     """
     if ledger is None:
-        from supervisor.provider import SQLModelProvider
+        from supervisor.store.provider import SQLModelProvider
 
         ledger = SQLModelProvider().ledger
     record = find_process(ledger, process_id)

@@ -55,7 +55,7 @@ class SandboxSettings:
 
 def default_ledger() -> RunLedger:
     """The default ledger (``SUPERVISOR_DB`` or the user data directory)."""
-    from supervisor.provider import SQLModelProvider
+    from supervisor.store.provider import SQLModelProvider
 
     return SQLModelProvider().ledger
 

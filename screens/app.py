@@ -15,7 +15,6 @@ from screens.main_screen import MainScreen
 from screens.review_screen import ReviewScreen
 from supervisor.assets import asset_path
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.provider import SQLModelProvider
 from supervisor.services.approvals import ApprovalsService
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.process_control import ProcessControl
@@ -24,6 +23,7 @@ from supervisor.services.results import ResultsService
 from supervisor.services.review.service import ReviewService
 from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import TracesService
+from supervisor.store.provider import SQLModelProvider
 
 #: (action, title, help) of the main screen's commands, listed in the command palette.
 MAIN_COMMANDS: tuple[tuple[str, str, str], ...] = (

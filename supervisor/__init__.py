@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
     "ApprovalResumeResult": "supervisor.runtime.results",
     "ContextPolicy": "supervisor.runtime.policies",
     "ToolResultPolicy": "supervisor.runtime.policies",
-    "SQLModelProvider": "supervisor.provider",
+    "SQLModelProvider": "supervisor.store.provider",
     "Proposal": "supervisor.ledger.models",
     "ProposalStatus": "supervisor.ledger.models",
     "Toolbox": "supervisor.toolbox",
@@ -70,11 +70,11 @@ if TYPE_CHECKING:
     from supervisor.errors import SupervisorError
     from supervisor.ledger.models import Proposal, ProposalStatus
     from supervisor.outcomes import ToolOutcome, ToolOutcomeStatus, ToolResult, infer_outcome
-    from supervisor.provider import SQLModelProvider
     from supervisor.runtime.agent import MemAgent
     from supervisor.runtime.builder import MemAgentBuilder
     from supervisor.runtime.policies import ContextPolicy, ToolResultPolicy
     from supervisor.runtime.results import ApprovalResumeResult, RunResult
+    from supervisor.store.provider import SQLModelProvider
     from supervisor.toolbox import Toolbox
     from supervisor.tools.dispatch import ToolCallResult
     from supervisor.tools.errors import ToolCallError

@@ -30,8 +30,8 @@ from support.required import unavailable
 
 from supervisor.ledger import ManualClock
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.provider import SQLModelProvider
 from supervisor.store.engine import create_ledger_engine
+from supervisor.store.provider import SQLModelProvider
 
 _POSTGRES_FIXTURES = {"pg_cluster", "postgres_url"}
 

@@ -51,7 +51,7 @@ from supervisor.redact import KnownSecrets
 
 if TYPE_CHECKING:
     from sandboxes.browser.gate import ApprovalGate
-    from supervisor.provider import SQLModelProvider
+    from supervisor.store.provider import SQLModelProvider
 
 PROCESS_KIND = "browser_worker"
 HEARTBEAT_SECONDS = 2.0
@@ -279,7 +279,7 @@ def take_sensitive_data(config: BrowserWorkerConfig) -> BrowserWorkerConfig:
 def open_worker_provider(config: BrowserWorkerConfig) -> SQLModelProvider:
     """The worker's ledger provider, knowing the task's secrets (``sensitive_data`` values and
     the model's API key): every trace event the worker writes has them replaced."""
-    from supervisor.provider import SQLModelProvider
+    from supervisor.store.provider import SQLModelProvider
 
     provider = SQLModelProvider(config.ledger_url)
     provider.trace_secrets.add(

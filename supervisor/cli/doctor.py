@@ -70,8 +70,8 @@ def _ledger(url: str) -> list[Check]:
 
     from sandboxes.isolation import Check
     from supervisor.ledger.errors import LedgerError
-    from supervisor.provider import SQLModelProvider
     from supervisor.store.engine import sqlite_path
+    from supervisor.store.provider import SQLModelProvider
 
     shown = make_url(url).render_as_string(hide_password=True)
     fix = "Check SUPERVISOR_DB / --db and that the database is reachable."

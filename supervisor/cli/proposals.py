@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from supervisor.cli.output import echo_json, echo_line
-from supervisor.ledger.models import Proposal, ProposalStatus
+from supervisor.ledger.models import APPROVER_ID_MAX, Proposal, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -61,7 +61,7 @@ def open_ledger(
             mistyped path fails with ``ledger_not_found`` and read-only storage still works.
         must_exist: The command writes but cannot mean a new ledger (e.g. deciding a proposal).
     """
-    from supervisor.provider import SQLModelProvider
+    from supervisor.store.provider import SQLModelProvider
 
     provider = SQLModelProvider(ledger_url(db_url), read_only=read_only, must_exist=must_exist)
     with provider:
@@ -104,11 +104,10 @@ def check_label(option: str, value: str | None, limit: int) -> None:
 
 def _approver(approver: str | None) -> tuple[str, Any]:
     from supervisor.services.identity import ApproverIdentity
-    from supervisor.store.tables import APPROVER_ID_MAX as limit
 
-    check_label("--approver", approver, limit)
+    check_label("--approver", approver, APPROVER_ID_MAX)
     identity = ApproverIdentity.current("cli", approver_id=approver)
-    check_label("the approver id (OS user@host)", identity.approver_id, limit)
+    check_label("the approver id (OS user@host)", identity.approver_id, APPROVER_ID_MAX)
     return identity.approver_id, identity.context
 
 

@@ -47,7 +47,7 @@ def sandbox_exec(
     """
     from sandboxes.runner import SandboxSettings, run_in_sandbox
     from supervisor.cli.proposals import ledger_url
-    from supervisor.provider import SQLModelProvider
+    from supervisor.store.provider import SQLModelProvider
 
     signal.signal(signal.SIGTERM, _exit_on_signal)
     signal.signal(signal.SIGHUP, _exit_on_signal)

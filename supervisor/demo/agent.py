@@ -23,9 +23,9 @@ from supervisor.demo.tools import (
     replica_inventory_lookup,
 )
 from supervisor.ledger.models import ProcessRecord
-from supervisor.provider import SQLModelProvider
 from supervisor.runtime.builder import MemAgentBuilder
 from supervisor.runtime.policies import ToolResultPolicy
+from supervisor.store.provider import SQLModelProvider
 
 HEARTBEAT_SECONDS = 2.0
 

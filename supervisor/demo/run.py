@@ -21,7 +21,7 @@ import platformdirs
 
 from supervisor.demo.model import SCENARIOS, demo_turn
 from supervisor.ledger.models import ApproverContext
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 from supervisor.testing import ScriptedModel
 
 Echo = Callable[[str], object]

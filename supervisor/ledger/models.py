@@ -70,6 +70,10 @@ TERMINAL_STATUSES = frozenset(
 ExecutionState = Literal["executing", "executed", "failed", "needs_reconciliation"]
 
 
+#: Characters the ledger keeps of an approver id (its column's length; PostgreSQL refuses more).
+APPROVER_ID_MAX = 200
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -274,6 +278,25 @@ class AgentRecord(_Frozen):
     name: str
     config: dict[str, Any] = Field(default_factory=dict)
     updated_at: datetime
+
+
+class CacheEntry(_Frozen):
+    """One answer of the semantic cache (see :mod:`supervisor.runtime.cache`).
+
+    ``key`` names the agent, answer context and normalised query; ``context_hash`` is the
+    answer context (:func:`supervisor.runtime.cache.answer_context`); ``embedding`` is the
+    normalised query's vector when the cache has an embedder.
+    """
+
+    key: str
+    agent_id: str
+    context_hash: str
+    query_norm: str
+    answer: str
+    embedding: list[float] | None = None
+    hits: int = 0
+    created_at: datetime
+    last_hit_at: datetime | None = None
 
 
 #: Process statuses of a process that is alive and keeps a heartbeat.

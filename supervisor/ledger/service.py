@@ -31,7 +31,8 @@ from supervisor.ledger.models import (
     Via,
 )
 from supervisor.ledger.policy_versions import PolicyMixin
-from supervisor.ledger.records import RecordsServiceMixin
+from supervisor.ledger.registry import RegistryServiceMixin
+from supervisor.ledger.runs import RunsServiceMixin
 
 _S = ProposalStatus
 
@@ -57,7 +58,13 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 
 class ApprovalLedger(
-    AmendMixin, ExecutionMixin, FeedMixin, RecordsServiceMixin, PolicyMixin, LedgerBase
+    AmendMixin,
+    ExecutionMixin,
+    FeedMixin,
+    RunsServiceMixin,
+    RegistryServiceMixin,
+    PolicyMixin,
+    LedgerBase,
 ):
     """Durable approvals shared by every process that opens the same ledger.
 

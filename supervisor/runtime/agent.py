@@ -12,7 +12,6 @@ from typing import Any
 
 from supervisor.ledger.models import ApproverContext, Proposal, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.provider import SQLModelProvider
 from supervisor.runtime import resume as _resume
 from supervisor.runtime.cache import SemanticCache
 from supervisor.runtime.config import AgentConfig, LLMConfig
@@ -22,6 +21,7 @@ from supervisor.runtime.llm import ChatModel
 from supervisor.runtime.offload import ResultOffloader, expansion_tools
 from supervisor.runtime.results import ApprovalResumeResult, RunResult
 from supervisor.runtime.run import start_run, thread_history
+from supervisor.store.provider import SQLModelProvider
 from supervisor.toolbox import Toolbox
 from supervisor.tools.registry import ToolRegistry
 

@@ -6,10 +6,10 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Self
 
-from supervisor.provider import SQLModelProvider
 from supervisor.runtime.agent import MemAgent
 from supervisor.runtime.config import AgentConfig, LLMConfig, ToolReference
 from supervisor.runtime.policies import ContextPolicy, ToolResultPolicy
+from supervisor.store.provider import SQLModelProvider
 from supervisor.tools.registry import ToolRegistry
 
 _DEFAULT_LLM: dict[str, Any] = {"provider": "openai", "model": "gpt-4o-mini"}

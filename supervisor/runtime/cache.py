@@ -21,20 +21,16 @@ threshold) also hits. Hits are traced.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any, Protocol
 
-import sqlalchemy as sa
-from sqlmodel import col, select
-
 from supervisor.canonical import canonical_hash
+from supervisor.ledger.models import CacheEntry
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.store.cache_table import SemanticCacheRow
+from supervisor.store.repository import LedgerTx
 
 CLEAN_STATUSES = frozenset({"success", "empty"})
 _SPACE = re.compile(r"\s+")
@@ -123,34 +119,22 @@ class SemanticCache:
         key = self.key(agent_id, context_hash, query)
         now = self.ledger.clock.now()
         with self.ledger.repository.write(audited=False) as tx:
-            row = tx.session.get(SemanticCacheRow, key)
-            if row is None and self.embedder is not None:
-                row = self._similar(tx.session, agent_id, context_hash, query)
-            if row is None:
-                return None
-            row.hits += 1
-            row.last_hit_at = now
-            tx.session.add(row)
-            return row.answer
+            answer = tx.cache_hit(key, now)
+            if answer is None and self.embedder is not None:
+                similar = self._similar(tx, agent_id, context_hash, query)
+                if similar is not None:
+                    answer = tx.cache_hit(similar, now)
+            return answer
 
-    def _similar(
-        self, session: Any, agent_id: str, context_hash: str, query: str
-    ) -> SemanticCacheRow | None:
+    def _similar(self, tx: LedgerTx, agent_id: str, context_hash: str, query: str) -> str | None:
+        """The key of the stored entry most similar to ``query`` at or above the threshold."""
         assert self.embedder is not None
         (vector,) = self.embedder.embed([normalise_query(query)])
-        statement = (
-            select(SemanticCacheRow)
-            .where(SemanticCacheRow.agent_id == agent_id)
-            .where(SemanticCacheRow.tools_hash == context_hash)
-            .where(col(SemanticCacheRow.embedding_json).is_not(None))
-            .order_by(sa.desc(col(SemanticCacheRow.created_at)))
-            .limit(self.scan_limit)
-        )
-        best: tuple[float, SemanticCacheRow] | None = None
-        for row in session.exec(statement):
-            score = _cosine(vector, json.loads(row.embedding_json or "[]"))
+        best: tuple[float, str] | None = None
+        for entry in tx.cache_candidates(agent_id, context_hash, self.scan_limit):
+            score = _cosine(vector, entry.embedding or [])
             if score >= self.similarity and (best is None or score > best[0]):
-                best = (score, row)
+                best = (score, entry.key)
         return None if best is None else best[1]
 
     def store(self, agent_id: str, context_hash: str, query: str, answer: str) -> None:
@@ -158,16 +142,12 @@ class SemanticCache:
         normalised = normalise_query(query)
         embedding = None
         if self.embedder is not None:
-            embedding = json.dumps(self.embedder.embed([normalised])[0])
-        now: datetime = self.ledger.clock.now()
+            embedding = self.embedder.embed([normalised])[0]
+        entry = CacheEntry(
+            key=self.key(agent_id, context_hash, query), agent_id=agent_id,
+            context_hash=context_hash, query_norm=normalised, answer=answer,
+            embedding=embedding, hits=0, created_at=self.ledger.clock.now(),
+        )  # fmt: skip
         # The write lock serialises concurrent stores of the same key on both engines.
         with self.ledger.repository.write() as tx:
-            key = self.key(agent_id, context_hash, query)
-            if tx.session.get(SemanticCacheRow, key) is not None:
-                return
-            tx.session.add(
-                SemanticCacheRow(
-                    key=key, agent_id=agent_id, tools_hash=context_hash, query_norm=normalised,
-                    answer=answer, embedding_json=embedding, hits=0, created_at=now,
-                )
-            )  # fmt: skip
+            tx.add_cache_entry(entry)

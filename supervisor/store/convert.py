@@ -1,15 +1,27 @@
-"""Conversions between table rows and the domain models."""
+"""Conversions between table rows and the domain models: the only place that knows both.
+
+Readers take an ORM row or a Core row of the table (both have the columns as attributes);
+writers give the column values (a dict for a Core statement or ``sqlmodel_update``) or a row.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable
+from datetime import datetime
+from types import SimpleNamespace
+from typing import Any, cast
+
+import sqlalchemy as sa
+from sqlmodel import SQLModel
 
 from supervisor.canonical import canonical_json
 from supervisor.ledger.models import (
     AgentRecord,
     ApproverContext,
     AuditRecord,
+    Blob,
+    CacheEntry,
     Checkpoint,
     Execution,
     ExecutorIdentity,
@@ -19,10 +31,12 @@ from supervisor.ledger.models import (
     ToolRecord,
     TraceEvent,
 )
-from supervisor.ledger.policy import PolicyVersion
+from supervisor.ledger.policy import PolicyInForce, PolicyVersion, StoredPolicy
+from supervisor.ledger.policy_audit import PolicyRow
+from supervisor.store.cache_table import SemanticCacheRow
 from supervisor.store.tables import (
     AgentRow,
-    AuditRow,
+    BlobRow,
     CheckpointRow,
     ExecutionRow,
     PolicyVersionRow,
@@ -31,6 +45,11 @@ from supervisor.store.tables import (
     ToolRegistryRow,
     TraceEventRow,
 )
+
+_EXECUTION = SQLModel.metadata.tables[ExecutionRow.__tablename__]
+EXECUTION_PREFIX = "x_"
+"""Label prefix of the execution columns in a proposal row joined to its execution."""
+_COLUMN_OF = {"proposal_id": "id", "user": "user_id"}
 
 
 def loads(text: str | None, default: Any = None) -> Any:
@@ -121,17 +140,82 @@ def execution_from_row(row: ExecutionRow | Any) -> Execution:
     )
 
 
-def audit_from_row(row: AuditRow) -> AuditRecord:
-    return AuditRecord(
-        seq=row.seq,
-        at=row.at,
-        actor=row.actor,
-        action=row.action,
-        subject=row.subject,
-        payload=loads(row.payload_json, {}),
-        prev_hash=row.prev_hash,
-        hash=row.hash,
+def proposal_columns(values: dict[str, Any]) -> dict[str, Any]:
+    """Map domain field names and values of a proposal update to proposal columns."""
+    columns: dict[str, Any] = {}
+    for name, value in values.items():
+        if name == "approver_context":
+            context = cast(ApproverContext | None, value)
+            columns["approver_context_json"] = (
+                canonical_json(context.model_dump()) if context else None
+            )
+        elif name == "status":
+            columns["status"] = ProposalStatus(value).value
+        else:
+            columns[_COLUMN_OF.get(name, name)] = value
+    return columns
+
+
+def domain_values(proposal: Proposal) -> list[dict[str, Any]]:
+    """The proposal_domain rows of ``proposal`` (one per domain)."""
+    return [{"proposal_id": proposal.proposal_id, "domain": d} for d in proposal.domains]
+
+
+def joined_execution(row: Any) -> Execution | None:
+    """The execution columns (labelled :data:`EXECUTION_PREFIX`) of a proposal row joined to
+    its execution; ``None`` when the proposal has none."""
+    mapping = row._mapping
+    if mapping[EXECUTION_PREFIX + "id"] is None:
+        return None
+    return execution_from_row(
+        SimpleNamespace(
+            **{column.name: mapping[EXECUTION_PREFIX + column.name] for column in _EXECUTION.c}
+        )
     )
+
+
+def execution_start_values(
+    proposal_id: str, executor: ExecutorIdentity, args_hash: str, started_at: datetime
+) -> dict[str, Any]:
+    """The execution table's column values of a claim that starts executing."""
+    return {
+        "proposal_id": proposal_id,
+        "state": "executing",
+        "executor_id": executor.executor_id,
+        "executor_pid": executor.pid,
+        "executor_host": executor.host,
+        "args_hash": args_hash,
+        "started_at": started_at,
+    }
+
+
+def audit_from_row(row: Any) -> AuditRecord:
+    """An audit record from its ORM or Core row, built without re-validation (the columns come
+    typed from the table; ``at`` is tz-aware).
+
+    A payload that is not a JSON object (written outside the ledger) reads as ``{}``: its hash
+    then no longer matches, so ``verify`` names the record and the claim refuses, instead of
+    every reader of the feed failing on it.
+    """
+    try:
+        payload = json.loads(row.payload_json) if row.payload_json else {}
+    except ValueError:
+        payload = {}
+    return AuditRecord.model_construct(
+        seq=row.seq, at=row.at, actor=row.actor, action=row.action, subject=row.subject,
+        payload=payload if isinstance(payload, dict) else {}, prev_hash=row.prev_hash,
+        hash=row.hash,
+    )  # fmt: skip
+
+
+def audit_to_values(record: AuditRecord, payload_json: str) -> dict[str, Any]:
+    """The audit table's column values of ``record`` (``payload_json``: its canonical payload,
+    the text its hash covers)."""
+    return {
+        "seq": record.seq, "at": record.at, "actor": record.actor, "action": record.action,
+        "subject": record.subject, "payload_json": payload_json, "prev_hash": record.prev_hash,
+        "hash": record.hash,
+    }  # fmt: skip
 
 
 def checkpoint_from_row(row: CheckpointRow) -> Checkpoint:
@@ -144,6 +228,19 @@ def checkpoint_from_row(row: CheckpointRow) -> Checkpoint:
         state=loads(row.state_json, {}),
         schema_version=row.schema_version,
         created_at=row.created_at,
+    )
+
+
+def checkpoint_to_row(checkpoint: Checkpoint) -> CheckpointRow:
+    return CheckpointRow(
+        id=checkpoint.checkpoint_id,
+        agent_id=checkpoint.agent_id,
+        thread_id=checkpoint.thread_id,
+        messages_json=canonical_json(checkpoint.messages),
+        pending_tool_calls_json=canonical_json(checkpoint.pending_tool_calls),
+        state_json=canonical_json(checkpoint.state),
+        schema_version=checkpoint.schema_version,
+        created_at=checkpoint.created_at,
     )
 
 
@@ -163,6 +260,42 @@ def trace_from_row(row: TraceEventRow) -> TraceEvent:
     )
 
 
+def trace_to_values(event: TraceEvent) -> dict[str, Any]:
+    """The trace_event table's column values (the id is the database's)."""
+    return {
+        "at": event.at,
+        "agent_id": event.agent_id,
+        "thread_id": event.thread_id,
+        "run_id": event.run_id,
+        "kind": event.kind,
+        "tool": event.tool,
+        "outcome_status": event.outcome_status,
+        "reason_code": event.reason_code,
+        "payload_json": canonical_json(event.payload),
+        "blob_ref": event.blob_ref,
+    }
+
+
+def blob_from_row(row: BlobRow) -> Blob:
+    """The blob as stored, content included and not verified (the ledger checks the digest)."""
+    return Blob(
+        sha256=row.sha256, size=row.size, media_type=row.media_type, preview=row.preview,
+        content=row.content,
+    )  # fmt: skip
+
+
+def blob_to_values(blob: Blob, created_at: datetime) -> dict[str, Any]:
+    """The blob table's column values of ``blob`` (its content stored in the row)."""
+    return {
+        "sha256": blob.sha256,
+        "size": blob.size,
+        "media_type": blob.media_type,
+        "preview": blob.preview,
+        "content": blob.content,
+        "created_at": created_at,
+    }
+
+
 def tool_from_row(row: ToolRegistryRow) -> ToolRecord:
     return ToolRecord(
         handle=row.handle,
@@ -177,10 +310,36 @@ def tool_from_row(row: ToolRegistryRow) -> ToolRecord:
     )
 
 
+def tool_to_values(tool: ToolRecord, updated_at: datetime) -> dict[str, Any]:
+    """The tool_registry table's column values of ``tool``."""
+    return {
+        "handle": tool.handle,
+        "agent_id": tool.agent_id,
+        "name": tool.name,
+        "import_ref": tool.import_ref,
+        "description": tool.description,
+        "tool_schema_json": canonical_json(tool.json_schema),
+        "schema_hash": tool.schema_hash,
+        "domains_json": canonical_json(list(tool.domains)),
+        "flags_json": canonical_json(tool.flags),
+        "updated_at": updated_at,
+    }
+
+
 def agent_from_row(row: AgentRow) -> AgentRecord:
     return AgentRecord(
         agent_id=row.id, name=row.name, config=loads(row.config_json, {}), updated_at=row.updated_at
     )
+
+
+def agent_to_values(agent: AgentRecord) -> dict[str, Any]:
+    """The agent table's column values of ``agent``."""
+    return {
+        "id": agent.agent_id,
+        "name": agent.name,
+        "config_json": canonical_json(agent.config),
+        "updated_at": agent.updated_at,
+    }
 
 
 def process_from_row(row: ProcessRow) -> ProcessRecord:
@@ -195,6 +354,46 @@ def process_from_row(row: ProcessRow) -> ProcessRecord:
         heartbeat_at=row.heartbeat_at,
         exit_code=row.exit_code,
     )
+
+
+def process_to_values(process: ProcessRecord) -> dict[str, Any]:
+    """The process table's column values of ``process``."""
+    return {
+        "id": process.process_id,
+        "kind": process.kind,
+        "pid": process.pid,
+        "host": process.host,
+        "command": process.command,
+        "status": process.status,
+        "started_at": process.started_at,
+        "heartbeat_at": process.heartbeat_at,
+        "exit_code": process.exit_code,
+    }
+
+
+def cache_entry_from_row(row: SemanticCacheRow) -> CacheEntry:
+    return CacheEntry(
+        key=row.key,
+        agent_id=row.agent_id,
+        context_hash=row.tools_hash,
+        query_norm=row.query_norm,
+        answer=row.answer,
+        embedding=loads(row.embedding_json),
+        hits=row.hits,
+        created_at=row.created_at,
+        last_hit_at=row.last_hit_at,
+    )
+
+
+def cache_entry_to_row(entry: CacheEntry) -> SemanticCacheRow:
+    """The semantic_cache row of ``entry`` (the embedding as JSON text, the context hash in the
+    ``tools_hash`` column)."""
+    embedding = None if entry.embedding is None else json.dumps(entry.embedding)
+    return SemanticCacheRow(
+        key=entry.key, agent_id=entry.agent_id, tools_hash=entry.context_hash,
+        query_norm=entry.query_norm, answer=entry.answer, embedding_json=embedding,
+        hits=entry.hits, created_at=entry.created_at, last_hit_at=entry.last_hit_at,
+    )  # fmt: skip
 
 
 def policy_version_from_row(row: PolicyVersionRow | Any) -> PolicyVersion:
@@ -221,3 +420,18 @@ def policy_version_to_values(version: PolicyVersion) -> dict[str, Any]:
         "reason": version.reason,
         "audit_seq": version.audit_seq,
     }
+
+
+def policy_in_force_from_row(row: sa.Row[Any]) -> PolicyInForce:
+    """The policy in force from a row with the ``POLICY_IN_FORCE_COLUMNS`` labels."""
+    stored = (
+        StoredPolicy(row.policy_version, row.policy_hash, row.policy_json)
+        if row.policy_version is not None
+        else None
+    )
+    return PolicyInForce(stored, row.policy_record)
+
+
+def policy_rows(rows: Iterable[Any]) -> list[PolicyRow]:
+    """Stored policy versions exactly as stored (the document as text)."""
+    return [PolicyRow(*(getattr(row, name) for name in PolicyRow._fields)) for row in rows]

@@ -1,6 +1,6 @@
 """Repository queries behind the ledger's trace retention.
 
-Mixed into :class:`supervisor.store.repository.LedgerTx` through ``RecordsMixin``. Pruning works
+Mixed into :class:`supervisor.store.repository.LedgerTx` through ``RunsMixin``. Pruning works
 on the primary key only (no index on ``at`` is needed): trace ids ascend with time, so the age
 limit becomes an id found by bisection, a handful of indexed lookups on any table size.
 """

@@ -12,15 +12,14 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlmodel import SQLModel
 
-from supervisor.ledger.policy import (
-    POLICY_APPLY,
-    POLICY_SUBJECT,
-    PolicyInForce,
-    PolicyVersion,
-    StoredPolicy,
-)
+from supervisor.ledger.policy import POLICY_APPLY, POLICY_SUBJECT, PolicyInForce, PolicyVersion
 from supervisor.ledger.policy_audit import PolicyRow
-from supervisor.store.convert import policy_version_from_row, policy_version_to_values
+from supervisor.store.convert import (
+    policy_in_force_from_row,
+    policy_rows,
+    policy_version_from_row,
+    policy_version_to_values,
+)
 from supervisor.store.tables import AuditRow, PolicyVersionRow
 
 _POLICY = SQLModel.metadata.tables[PolicyVersionRow.__tablename__]
@@ -54,15 +53,6 @@ _ALL_POLICIES = sa.select(_POLICY).order_by(_POLICY.c.version)
 _INSERT_POLICY = sa.insert(_POLICY)
 
 
-def _policy_in_force(row: sa.Row[Any]) -> PolicyInForce:
-    stored = (
-        StoredPolicy(row.policy_version, row.policy_hash, row.policy_json)
-        if row.policy_version is not None
-        else None
-    )
-    return PolicyInForce(stored, row.policy_record)
-
-
 class PolicyVersionsMixin:
     """Reading and appending approval policy versions."""
 
@@ -71,7 +61,7 @@ class PolicyVersionsMixin:
 
     def _keep_policy_in_force(self, row: sa.Row[Any]) -> None:
         """Remember the policy read by a statement with :data:`POLICY_IN_FORCE_COLUMNS`."""
-        self._policy_read = _policy_in_force(row)
+        self._policy_read = policy_in_force_from_row(row)
 
     def latest_policy_version(self) -> PolicyVersion | None:
         """The policy version in force (the highest), or ``None`` if none was ever stored."""
@@ -87,7 +77,7 @@ class PolicyVersionsMixin:
         """
         if self._policy_read is not _NOT_READ:  # read in this transaction already
             return cast(PolicyInForce, self._policy_read)
-        return _policy_in_force(self.connection.execute(_IN_FORCE).one())
+        return policy_in_force_from_row(self.connection.execute(_IN_FORCE).one())
 
     def policy_versions(self) -> list[PolicyVersion]:
         """Every stored version, oldest first."""
@@ -95,8 +85,7 @@ class PolicyVersionsMixin:
 
     def policy_rows(self) -> list[PolicyRow]:
         """Every stored version exactly as stored (the document as text), oldest first."""
-        rows = self.connection.execute(_ALL_POLICIES)
-        return [PolicyRow(*(getattr(row, name) for name in PolicyRow._fields)) for row in rows]
+        return policy_rows(self.connection.execute(_ALL_POLICIES))
 
     def insert_policy_version(self, version: PolicyVersion) -> None:
         """Store a new version (its number must be the next one; the primary key enforces it)."""

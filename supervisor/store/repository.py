@@ -9,11 +9,9 @@ exactly when the change is committed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from types import SimpleNamespace
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -23,7 +21,6 @@ from sqlmodel import Session, SQLModel, col, select
 from supervisor.canonical import canonical_json
 from supervisor.ledger.audit import GENESIS_HASH, chain_hash_json
 from supervisor.ledger.models import (
-    ApproverContext,
     AuditRecord,
     Execution,
     ExecutorIdentity,
@@ -31,7 +28,14 @@ from supervisor.ledger.models import (
     ProposalStatus,
 )
 from supervisor.store.convert import (
+    EXECUTION_PREFIX,
+    audit_from_row,
+    audit_to_values,
+    domain_values,
     execution_from_row,
+    execution_start_values,
+    joined_execution,
+    proposal_columns,
     proposal_from_row,
     proposal_to_values,
 )
@@ -39,7 +43,9 @@ from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
 from supervisor.store.notify import CHANNEL, ChangeProbe, open_probe
 from supervisor.store.policy_versions import POLICY_IN_FORCE_COLUMNS, PolicyVersionsMixin
-from supervisor.store.records import RecordsMixin
+from supervisor.store.registry import RegistryMixin
+from supervisor.store.runs import RunsMixin
+from supervisor.store.semantic_cache import SemanticCacheMixin
 from supervisor.store.tables import (
     AuditRow,
     ExecutionRow,
@@ -52,7 +58,6 @@ _PROPOSAL = SQLModel.metadata.tables[ProposalRow.__tablename__]
 _EXECUTION = SQLModel.metadata.tables[ExecutionRow.__tablename__]
 _DOMAIN = SQLModel.metadata.tables[ProposalDomainRow.__tablename__]
 _AUDIT = SQLModel.metadata.tables[AuditRow.__tablename__]
-_COLUMN_OF = {"proposal_id": "id", "user": "user_id"}
 
 # Hot-path statements, built once: executing a prebuilt statement with plain parameter dicts
 # skips statement construction and cache-key generation on every call.
@@ -61,13 +66,12 @@ _SELECT_EXECUTION = sa.select(_EXECUTION).where(
     _EXECUTION.c.proposal_id == sa.bindparam("w_proposal_id")
 )
 _AUDIT_TIP = sa.select(_AUDIT.c.seq, _AUDIT.c.hash).order_by(_AUDIT.c.seq.desc()).limit(1)
-_EXECUTION_PREFIX = "x_"
 # A write's first read: the proposal, its execution (if claimed), the audit chain tip and the
 # approval policy in force in one statement; tip and policy are primary-key index seeks.
 _SELECT_FOR_WRITE = (
     sa.select(
         _PROPOSAL,
-        *[column.label(_EXECUTION_PREFIX + column.name) for column in _EXECUTION.c],
+        *[column.label(EXECUTION_PREFIX + column.name) for column in _EXECUTION.c],
         sa.select(_AUDIT.c.seq)
         .order_by(_AUDIT.c.seq.desc())
         .limit(1)
@@ -85,9 +89,7 @@ _SELECT_FOR_WRITE = (
 )
 # Every proposal with its execution (if claimed), in id order, for the audit replay.
 _SELECT_WITH_EXECUTIONS = (
-    sa.select(
-        _PROPOSAL, *[column.label(_EXECUTION_PREFIX + column.name) for column in _EXECUTION.c]
-    )
+    sa.select(_PROPOSAL, *[column.label(EXECUTION_PREFIX + column.name) for column in _EXECUTION.c])
     .select_from(_PROPOSAL.outerjoin(_EXECUTION, _EXECUTION.c.proposal_id == _PROPOSAL.c.id))
     .where(_PROPOSAL.c.id > sa.bindparam("w_after"))
     .order_by(_PROPOSAL.c.id)
@@ -158,54 +160,7 @@ def _update_execution_statement(columns: tuple[str, ...], returning: bool) -> An
     return statement
 
 
-def _proposal_values(values: dict[str, Any]) -> dict[str, Any]:
-    """Map domain field names and values to proposal columns."""
-    columns: dict[str, Any] = {}
-    for name, value in values.items():
-        if name == "approver_context":
-            context = cast(ApproverContext | None, value)
-            columns["approver_context_json"] = (
-                canonical_json(context.model_dump()) if context else None
-            )
-        elif name == "status":
-            columns["status"] = ProposalStatus(value).value
-        else:
-            columns[_COLUMN_OF.get(name, name)] = value
-    return columns
-
-
-def _audit_record(row: Any) -> AuditRecord:
-    """An audit record from its ORM or Core row, built without re-validation (the columns come
-    typed from the table; ``at`` is tz-aware).
-
-    A payload that is not a JSON object (written outside the ledger) reads as ``{}``: its hash
-    then no longer matches, so ``verify`` names the record and the claim refuses, instead of
-    every reader of the feed failing on it.
-    """
-    try:
-        payload = json.loads(row.payload_json) if row.payload_json else {}
-    except ValueError:
-        payload = {}
-    return AuditRecord.model_construct(
-        seq=row.seq, at=row.at, actor=row.actor, action=row.action, subject=row.subject,
-        payload=payload if isinstance(payload, dict) else {}, prev_hash=row.prev_hash,
-        hash=row.hash,
-    )  # fmt: skip
-
-
-def _joined_execution(row: Any) -> Execution | None:
-    """The execution columns (prefixed ``x_``) of a proposal row joined to its execution."""
-    mapping = row._mapping
-    if mapping[_EXECUTION_PREFIX + "id"] is None:
-        return None
-    return execution_from_row(
-        SimpleNamespace(
-            **{column.name: mapping[_EXECUTION_PREFIX + column.name] for column in _EXECUTION.c}
-        )
-    )
-
-
-class LedgerTx(PolicyVersionsMixin, RecordsMixin):
+class LedgerTx(PolicyVersionsMixin, RunsMixin, RegistryMixin, SemanticCacheMixin):
     """One open transaction on the ledger; created by :class:`Repository` only."""
 
     def __init__(self, connection: sa.Connection, dialect: str) -> None:
@@ -258,21 +213,20 @@ class LedgerTx(PolicyVersionsMixin, RecordsMixin):
                 else (0, GENESIS_HASH)
             )
         self._keep_policy_in_force(row)
-        return proposal_from_row(row), _joined_execution(row)
+        return proposal_from_row(row), joined_execution(row)
 
     def proposals_with_executions(
         self, after_id: str = "", limit: int = 1000
     ) -> list[tuple[Proposal, Execution | None]]:
         """Proposals with ids after ``after_id`` (ascending) and their executions, if any."""
         rows = self._execute(_SELECT_WITH_EXECUTIONS, {"w_after": after_id, "w_limit": limit})
-        return [(proposal_from_row(row), _joined_execution(row)) for row in rows]
+        return [(proposal_from_row(row), joined_execution(row)) for row in rows]
 
     def insert_proposal(self, proposal: Proposal) -> None:
         """Insert a new proposal and its domain index rows."""
         self._execute(_INSERT_PROPOSAL, proposal_to_values(proposal))
         if proposal.domains:
-            rows = [{"proposal_id": proposal.proposal_id, "domain": d} for d in proposal.domains]
-            self._execute(_INSERT_DOMAIN, rows)
+            self._execute(_INSERT_DOMAIN, domain_values(proposal))
 
     def update_proposal(
         self,
@@ -323,7 +277,7 @@ class LedgerTx(PolicyVersionsMixin, RecordsMixin):
         *,
         returning: bool,
     ) -> tuple[Any, dict[str, Any]]:
-        columns = _proposal_values(values)
+        columns = proposal_columns(values)
         statement = _update_proposal_statement(
             tuple(columns), expires_after is not None, expect_expires_at is not None,
             expect_args_hash is not None, returning,
@@ -427,18 +381,8 @@ class LedgerTx(PolicyVersionsMixin, RecordsMixin):
         Returns:
             The stored execution (read back by ``RETURNING``).
         """
-        row = self._execute(
-            _INSERT_EXECUTION,
-            {
-                "proposal_id": proposal_id,
-                "state": "executing",
-                "executor_id": executor.executor_id,
-                "executor_pid": executor.pid,
-                "executor_host": executor.host,
-                "args_hash": args_hash,
-                "started_at": started_at,
-            },
-        ).one()
+        values = execution_start_values(proposal_id, executor, args_hash, started_at)
+        row = self._execute(_INSERT_EXECUTION, values).one()
         return execution_from_row(row)
 
     def update_execution(self, proposal_id: str, *, expect_state: str, **values: Any) -> int:
@@ -484,24 +428,19 @@ class LedgerTx(PolicyVersionsMixin, RecordsMixin):
             seq=seq, at=at, actor=actor, action=action, subject=subject,
             payload_json=payload_json, prev_hash=prev_hash,
         )  # fmt: skip
-        self._execute(
-            _INSERT_AUDIT,
-            {
-                "seq": seq, "at": at, "actor": actor, "action": action, "subject": subject,
-                "payload_json": payload_json, "prev_hash": prev_hash, "hash": record_hash,
-            },
-        )  # fmt: skip
-        self._tip = (seq, record_hash)
-        self.last_audit_seq = seq
-        return AuditRecord(
+        record = AuditRecord(
             seq=seq, at=at, actor=actor, action=action, subject=subject,
             payload=payload, prev_hash=prev_hash, hash=record_hash,
         )  # fmt: skip
+        self._execute(_INSERT_AUDIT, audit_to_values(record, payload_json))
+        self._tip = (seq, record_hash)
+        self.last_audit_seq = seq
+        return record
 
     def audit_after(self, seq: int, limit: int = 500) -> list[AuditRecord]:
         """Audit records with seq greater than ``seq``, ascending."""
         query = select(AuditRow).where(AuditRow.seq > seq).order_by(col(AuditRow.seq)).limit(limit)
-        return [_audit_record(row) for row in self.session.exec(query).all()]
+        return [audit_from_row(row) for row in self.session.exec(query).all()]
 
     def audit_of(self, subject: str) -> list[AuditRecord]:
         """Every audit record about ``subject`` (a proposal id), ascending seq.
@@ -510,7 +449,7 @@ class LedgerTx(PolicyVersionsMixin, RecordsMixin):
         the records are built without re-validation.
         """
         rows = self._execute(_SELECT_SUBJECT_AUDIT, {"w_subject": subject}).all()
-        return [_audit_record(row) for row in rows]
+        return [audit_from_row(row) for row in rows]
 
     def audit_head(self) -> tuple[int, str]:
         """The newest audit record's seq and hash; ``(0, GENESIS_HASH)`` for an empty log."""

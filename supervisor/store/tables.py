@@ -15,6 +15,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 from sqlmodel import Field, SQLModel
 
+from supervisor.ledger.models import APPROVER_ID_MAX
+
 SCHEMA_VERSION = 4
 """The schema version this code writes; ``ledger_meta`` stores the ledger's own."""
 
@@ -43,10 +45,6 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
 
 def _ts(**kwargs: Any) -> Any:
     return Field(sa_type=UTCDateTime, **kwargs)
-
-
-#: Characters the ledger keeps of an approver id (its column's length; PostgreSQL refuses more).
-APPROVER_ID_MAX = 200
 
 
 class ProposalRow(SQLModel, table=True):

@@ -31,7 +31,7 @@ from supervisor.tools.contract import Tool
 from supervisor.tools.registry import ToolRegistry, as_governed
 
 if TYPE_CHECKING:
-    from supervisor.provider import SQLModelProvider
+    from supervisor.store.provider import SQLModelProvider
 
 ToolLike = Tool | Callable[..., Any]
 

@@ -18,7 +18,7 @@ from supervisor.cli.analysis import analyze as analyze_command
 from supervisor.cli.traces import export as export_otlp
 from supervisor.ledger.clock import ManualClock
 from supervisor.ledger.models import TraceEvent
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 #: (tool, status, reason_code, degraded) -> how many results of that kind

@@ -21,7 +21,7 @@ from support.browser_site import BrowserPlan, BrowserSite, latest_page_state
 from sandboxes.browser import BrowserPolicy, BrowserRule
 from sandboxes.browser.config import DENIED_EXIT_CODE
 from supervisor.ledger.models import ProposalStatus
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 pytestmark = pytest.mark.slow
 

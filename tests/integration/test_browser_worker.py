@@ -27,7 +27,7 @@ from sandboxes.browser import BrowserTask
 from supervisor.canonical import canonical_json
 from supervisor.ledger.models import Proposal, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 from supervisor.testing import ScriptedModel
 
 pytestmark = pytest.mark.slow

@@ -16,7 +16,7 @@ from support.cli import SUPERVISOR
 
 from supervisor.canonical import canonical_json
 from supervisor.ledger.audit import chain_hash
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

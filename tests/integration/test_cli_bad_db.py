@@ -18,7 +18,7 @@ from support.cli import assert_one_line_error, run_cli, snapshot
 
 from supervisor.ledger.errors import LedgerError, NotALedger
 from supervisor.ledger.models import ProposalStatus, TraceEvent
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 SCHEMA_HASH = "5" * 64
 SECRET_ARGUMENT = "acct-4242-do-not-print"

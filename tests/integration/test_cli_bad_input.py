@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support.cli import assert_one_line_error, run_cli, snapshot
 
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 SCHEMA_HASH = "5" * 64
 

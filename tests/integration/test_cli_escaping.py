@@ -15,7 +15,7 @@ import pytest
 from support.cli import assert_one_line_error, run_cli
 
 from supervisor.ledger.models import TraceEvent
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 SCHEMA_HASH = "5" * 64
 CLEAR_AND_TITLE = "\x1b[2J\x1b]0;pwned\x07"

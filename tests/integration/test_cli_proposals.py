@@ -11,7 +11,7 @@ import pytest
 from support.cli import SUPERVISOR
 
 from supervisor.ledger.models import ProposalStatus, TraceEvent
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 SCHEMA_HASH = "5" * 64
 

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from support.cli import SUPERVISOR, assert_one_line_error, run_cli, snapshot
 
 from supervisor.ledger.models import TraceEvent
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 SCHEMA_HASH = "5" * 64
 
@@ -136,7 +136,7 @@ def _leave_unchecked_wal(url: str) -> str:
     """Write a proposal from a process that dies without closing, so it stays in the WAL."""
     script = (
         "import os, sys\n"
-        "from supervisor.provider import SQLModelProvider\n"
+        "from supervisor.store.provider import SQLModelProvider\n"
         "provider = SQLModelProvider(sys.argv[1])\n"
         "proposal = provider.ledger.propose('create_customer', '5' * 64, {'name': 'Bo'})\n"
         "print(proposal.proposal_id, flush=True)\n"

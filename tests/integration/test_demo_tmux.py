@@ -18,7 +18,7 @@ import pytest
 from support.tmux import Tmux, tmux_server
 
 from supervisor.ledger.models import ProposalStatus
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from sandboxes.errors import SandboxUnavailable
 from sandboxes.local import BubblewrapSandbox
 from sandboxes.models import RunRequest
 from sandboxes.seccomp import DENIED
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 
 @pytest.fixture(autouse=True)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from supervisor.ledger import ApprovalAlreadyDecided, NotApproved, ProposalStatus
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 _ENV = {**os.environ, "PYTHONPATH": str(TESTS_DIR)}

@@ -21,10 +21,10 @@ from supervisor.ledger.errors import (
 )
 from supervisor.ledger.retention import ExtendLimits, TraceRetention
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.provider import SQLModelProvider
 from supervisor.services.approvals import ApprovalsService
 from supervisor.services.edits import InvalidEdit, parse_edited_arguments
 from supervisor.services.identity import ApproverIdentity
+from supervisor.store.provider import SQLModelProvider
 
 DAY = 24 * 3600
 

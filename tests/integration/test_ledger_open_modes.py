@@ -21,9 +21,9 @@ from supervisor.ledger.errors import (
     NotALedger,
     UnsupportedLedgerUrl,
 )
-from supervisor.provider import SQLModelProvider
 from supervisor.store.engine import check_sqlite_header, create_ledger_engine, supported_url
 from supervisor.store.migrate import stored_schema_version, upgrade
+from supervisor.store.provider import SQLModelProvider
 from supervisor.store.tables import SCHEMA_VERSION
 
 SCHEMA_HASH = "5" * 64

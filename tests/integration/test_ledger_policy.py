@@ -32,8 +32,8 @@ from supervisor.ledger.errors import (
 )
 from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.policy import ApprovalPolicy
-from supervisor.provider import SQLModelProvider
 from supervisor.services.identity import ApproverIdentity
+from supervisor.store.provider import SQLModelProvider
 
 AS_USER = Path(__file__).resolve().parents[1] / "support" / "as_user.py"
 ME = pwd.getpwuid(os.getuid()).pw_name

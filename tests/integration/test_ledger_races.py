@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from supervisor.ledger import ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 CLAIMERS = 8

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from supervisor.ledger.models import TraceEvent
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 SECRET = "sk-live-0123456789abcdefghij"
 

@@ -13,7 +13,6 @@ import pytest
 from sqlalchemy import text
 
 from supervisor.canonical import sha256_hex
-from supervisor.provider import SQLModelProvider
 from supervisor.runtime.errors import BlobIntegrityFailed, UnknownBlob
 from supervisor.runtime.offload import (
     NEVER_OFFLOAD,
@@ -22,6 +21,7 @@ from supervisor.runtime.offload import (
     expansion_tools,
 )
 from supervisor.runtime.policies import ToolResultPolicy
+from supervisor.store.provider import SQLModelProvider
 from supervisor.tools import GovernedTool
 
 ORDER_UUID = "9f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f"

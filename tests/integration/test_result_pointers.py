@@ -15,8 +15,8 @@ import pytest
 
 from supervisor import MemAgentBuilder, ToolResultPolicy, governed_tool
 from supervisor.canonical import sha256_hex
-from supervisor.provider import SQLModelProvider
 from supervisor.runtime.agent import MemAgent
+from supervisor.store.provider import SQLModelProvider
 from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall, Turn, llm_config
 
 SALARY = "salary-row-0042"

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from supervisor import MemAgentBuilder, ToolResultPolicy, governed_tool
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall, Turn, llm_config
 
 HUGE_CHARS = 50 * 1024 * 1024

@@ -23,7 +23,7 @@ from sandboxes.e2b_backend import E2BSandbox
 from sandboxes.errors import SandboxUnavailable
 from sandboxes.models import Limits, RunRequest
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 
 @pytest.fixture

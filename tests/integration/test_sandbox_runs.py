@@ -22,7 +22,7 @@ from sandboxes.models import Limits, RunRequest, RunResult
 from sandboxes.runner import SandboxSettings, run_in_sandbox
 from supervisor.canonical import args_hash
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 
 @pytest.fixture(autouse=True)
@@ -131,7 +131,7 @@ def test_a_kill_from_another_process_stops_the_run(ledger: ApprovalLedger, sqlit
     request = RunRequest(argv=("sleep", "60"), timeout_seconds=120)
     thread, box, _ = _run_in_thread(sandbox, request)
     killer = (
-        "import sys, sandboxes\nfrom supervisor.provider import SQLModelProvider\n"
+        "import sys, sandboxes\nfrom supervisor.store.provider import SQLModelProvider\n"
         "print(sandboxes.kill(sys.argv[1], ledger=SQLModelProvider(sys.argv[2]).ledger))"
     )
     done = subprocess.run([sys.executable, "-c", killer, box["process_id"], sqlite_url],

@@ -26,8 +26,8 @@ from support.required import require_bwrap
 from sandboxes.cgroup import pids_parent
 from supervisor.ledger.models import LOST_AFTER_SECONDS, ProcessRecord
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.provider import SQLModelProvider
 from supervisor.store.engine import create_ledger_engine
+from supervisor.store.provider import SQLModelProvider
 
 PREFIX = "supervisor-sandbox-"
 

@@ -30,7 +30,7 @@ from supervisor.analysis.export import export_jsonl, export_otlp_json
 from supervisor.cli.traces import traces
 from supervisor.ledger.models import TraceEvent
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall, Turn, llm_config
 
 PASSWORD = "Pw-userinfo-7Hq2"

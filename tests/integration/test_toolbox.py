@@ -13,8 +13,8 @@ import pytest
 from support.agents import create_customer, inventory_lookup
 
 from supervisor.errors import ReferenceNotAllowed
-from supervisor.provider import SQLModelProvider
 from supervisor.runtime.policies import ContextPolicy
+from supervisor.store.provider import SQLModelProvider
 from supervisor.toolbox import Toolbox, tool_handle
 from supervisor.tools import ToolRegistry, governed_tool
 

@@ -22,7 +22,7 @@ def main() -> None:
     import supervisor.cli.proposals
     import supervisor.services.identity
     import supervisor.services.rendering  # noqa: F401 - loaded before the privileges go
-    from supervisor.provider import SQLModelProvider
+    from supervisor.store.provider import SQLModelProvider
 
     url = argv[argv.index("--db") + 1]
     with SQLModelProvider(url) as provider:

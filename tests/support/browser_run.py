@@ -13,7 +13,7 @@ from sandboxes.browser import BrowserPolicy, BrowserRunResult, BrowserTask
 from sandboxes.browser.config import ChromiumNotFound, find_chromium
 from supervisor.ledger.models import Proposal
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 from supervisor.testing import ScriptedModel
 from support.browser_site import BrowserPlan, BrowserSite
 from support.required import unavailable

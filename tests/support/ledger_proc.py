@@ -25,7 +25,7 @@ from typing import Any, Literal, NoReturn, get_args
 
 from supervisor.ledger import ExecutorIdentity, LedgerError, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 CrashPoint = Literal["after-propose", "after-approve", "after-claim", "during-side-effect"]
 CRASH_POINTS: tuple[str, ...] = get_args(CrashPoint)

@@ -18,9 +18,9 @@ from screens.main_screen import MainScreen
 from screens.widgets.detail.detail_pane import DetailPane
 from screens.widgets.trace.trace_view import TraceView
 from supervisor.ledger.models import TraceEvent
-from supervisor.provider import SQLModelProvider
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.settings import SupervisorSettings
+from supervisor.store.provider import SQLModelProvider
 
 CONTENT = b'{"rows": ["genuine-row-1", "genuine-row-2"]}'
 FORGED_PREVIEW = "ALL CLEAR: nothing to review"

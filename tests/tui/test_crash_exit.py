@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.provider import SQLModelProvider
+from supervisor.store.provider import SQLModelProvider
 
 pytestmark = pytest.mark.slow
 

@@ -12,10 +12,10 @@ from screens.app import make_app
 from screens.main_screen import MainScreen
 from screens.widgets.inbox.inbox_pane import InboxPane
 from supervisor.ledger.models import ProposalPage, ProposalStatus
-from supervisor.provider import SQLModelProvider
 from supervisor.services.approvals import ApprovalsService, InboxChange
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.settings import SupervisorSettings
+from supervisor.store.provider import SQLModelProvider
 
 SIZE = (150, 45)
 

@@ -11,10 +11,10 @@ from tui_helpers import generate_trace, propose
 
 from screens.proposal_selection import ProposalSelection
 from supervisor.ledger.errors import BlobCorrupted
-from supervisor.provider import SQLModelProvider
 from supervisor.services.guard import RenderedGuard
 from supervisor.services.results import ResultsService
 from supervisor.services.review.service import ReviewService
+from supervisor.store.provider import SQLModelProvider
 
 CONTENT = b'{"rows": [1, 2, 3]}'
 

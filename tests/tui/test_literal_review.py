@@ -16,9 +16,9 @@ from screens.review_screen import ReviewScreen
 from screens.widgets.detail.detail_pane import DetailPane
 from screens.widgets.review.timeline import ReviewTimeline
 from supervisor.ledger.models import TraceEvent
-from supervisor.provider import SQLModelProvider
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.settings import SupervisorSettings
+from supervisor.store.provider import SQLModelProvider
 
 SIZE = (240, 50)
 

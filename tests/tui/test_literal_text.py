@@ -37,10 +37,10 @@ from screens.widgets.inbox.inbox_list import InboxList
 from screens.widgets.processes.processes_pane import ProcessesPane
 from screens.widgets.trace.trace_view import TraceView
 from supervisor.ledger.models import ProcessRecord, TraceEvent
-from supervisor.provider import SQLModelProvider
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.rendering import visible_escapes
 from supervisor.services.settings import SupervisorSettings
+from supervisor.store.provider import SQLModelProvider
 
 SIZE = (240, 60)
 

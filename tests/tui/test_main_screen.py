@@ -18,9 +18,9 @@ from screens.widgets.detail.arguments_view import ArgumentsView
 from screens.widgets.detail.detail_pane import DetailPane
 from screens.widgets.inbox.inbox_pane import InboxPane
 from supervisor.ledger.models import ProposalStatus
-from supervisor.provider import SQLModelProvider
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.settings import SupervisorSettings
+from supervisor.store.provider import SQLModelProvider
 
 SIZE = (150, 45)
 

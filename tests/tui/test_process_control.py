@@ -19,10 +19,10 @@ from screens.main_screen import MainScreen
 from screens.run_dialog import RunDialog
 from screens.widgets.processes.processes_pane import ProcessesPane
 from supervisor.ledger.models import ApproverContext, ProcessRecord, ProposalStatus
-from supervisor.provider import SQLModelProvider
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.process_control import ProcessControl, log_path_of
 from supervisor.services.settings import SupervisorSettings
+from supervisor.store.provider import SQLModelProvider
 from supervisor.testing import ScriptedModel
 
 SIZE = (150, 45)

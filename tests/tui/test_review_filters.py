@@ -14,8 +14,8 @@ from screens.review_screen import ReviewScreen
 from screens.widgets.review.timeline import ReviewTimeline
 from supervisor.ledger.clock import ManualClock
 from supervisor.ledger.models import TraceEvent
-from supervisor.provider import SQLModelProvider
 from supervisor.services.review.rows import FIRST_CHUNK, ReviewRow, iter_source
+from supervisor.store.provider import SQLModelProvider
 
 SIZE = (160, 45)
 

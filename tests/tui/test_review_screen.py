@@ -12,8 +12,8 @@ from screens.app import make_app
 from screens.review_screen import ReviewScreen
 from screens.widgets.review.timeline import ReviewTimeline
 from supervisor.ledger.clock import ManualClock
-from supervisor.provider import SQLModelProvider
 from supervisor.services.review.rows import FIRST_CHUNK, ReviewRow, iter_source
+from supervisor.store.provider import SQLModelProvider
 
 
 def make_ledger(path: Path, count: int) -> str:

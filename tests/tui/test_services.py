@@ -13,7 +13,6 @@ from supervisor.ledger.errors import (
 from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.models import ProposalStatus, TraceEvent
 from supervisor.ledger.policy import ApprovalPolicy
-from supervisor.provider import SQLModelProvider
 from supervisor.services.approvals import ApprovalsService, InboxChange
 from supervisor.services.edits import InvalidEdit, parse_edited_arguments
 from supervisor.services.guard import RenderGuardMissing
@@ -23,6 +22,7 @@ from supervisor.services.review.index import ReviewIndex
 from supervisor.services.review.rows import ReviewFilter, ReviewRow
 from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import TracesService
+from supervisor.store.provider import SQLModelProvider
 
 
 def test_bidi_and_control_characters_are_shown_as_escapes() -> None:

@@ -21,9 +21,9 @@ from screens.widgets.processes.processes_pane import ProcessesPane
 from screens.widgets.trace.trace_view import TraceView
 from supervisor.ledger.clock import ManualClock
 from supervisor.ledger.models import TraceEvent
-from supervisor.provider import SQLModelProvider
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.settings import SupervisorSettings
+from supervisor.store.provider import SQLModelProvider
 
 SIZE = (160, 48)
 SnapCompare = Callable[..., bool]

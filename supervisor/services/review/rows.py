@@ -236,7 +236,7 @@ def iter_ledger(
 
     The first chunk holds ``first`` rows, the others ``chunk``.
     """
-    from supervisor.provider import SQLModelProvider
+    from supervisor.store.provider import SQLModelProvider
 
     with SQLModelProvider(url, read_only=True) as provider:
         after_id = 0

@@ -1,4 +1,5 @@
-"""Thin ledger services for checkpoints, traces, blobs, the tool registry, agents, processes."""
+"""Ledger services for what agent runs leave: checkpoints, the trace (redacted, pruned), blobs
+(verified on every read) and issued result pointers."""
 
 from __future__ import annotations
 
@@ -6,22 +7,13 @@ import json
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from supervisor.canonical import normalise, sha256_hex
 from supervisor.ledger.base import LedgerBase
 from supervisor.ledger.errors import BlobCorrupted, LedgerError
-from supervisor.ledger.models import (
-    LIVE_PROCESS_STATUSES,
-    LOST_AFTER_SECONDS,
-    AgentRecord,
-    Blob,
-    Checkpoint,
-    ProcessRecord,
-    ToolRecord,
-    TraceEvent,
-)
+from supervisor.ledger.models import Blob, Checkpoint, TraceEvent
 from supervisor.ledger.retention import TraceRetention
 from supervisor.redact import KnownSecrets
 
@@ -75,8 +67,8 @@ def verified_blob(digest: str, content: bytes, declared_media_type: str) -> Blob
     )  # fmt: skip
 
 
-class RecordsServiceMixin(LedgerBase):
-    """Persistence the runtime and the TUI share besides approvals.
+class RunsServiceMixin(LedgerBase):
+    """What agent runs store besides approvals, read back by the runtime and the TUI.
 
     ``trace_retention`` (a :class:`~supervisor.ledger.retention.TraceRetention`, settable per
     ledger handle) bounds the trace; the writer applies it on a cadence.
@@ -241,7 +233,7 @@ class RecordsServiceMixin(LedgerBase):
             sha256=digest, size=len(content), media_type=kind, preview=blob_preview(content)
         )
         with self.repository.write(audited=False) as tx:
-            if tx.blob_row(digest) is None:
+            if not tx.has_blob(digest):
                 tx.insert_blob(blob.model_copy(update={"content": content}), self._now())
         return blob
 
@@ -255,10 +247,10 @@ class RecordsServiceMixin(LedgerBase):
             BlobCorrupted: The stored content no longer matches the digest.
         """
         with self.repository.read() as tx:
-            row = tx.blob_row(digest)
-            if row is None:
+            stored = tx.stored_blob(digest)
+            if stored is None:
                 return None
-            return verified_blob(digest, row.content or b"", row.media_type)
+            return verified_blob(digest, stored.content or b"", stored.media_type)
 
     def issue_result_pointer(
         self, digest: str, *, agent_id: str, thread_id: str, user_id: str | None
@@ -274,72 +266,3 @@ class RecordsServiceMixin(LedgerBase):
         """Whether the offloaded result ``digest`` was handed to this agent thread and user."""
         with self.repository.read() as tx:
             return tx.result_pointer_exists(digest, agent_id, thread_id, user_id or "")
-
-    def upsert_tool(self, tool: ToolRecord) -> ToolRecord:
-        """Register or update a tool by its stable handle."""
-        with self.repository.write() as tx:
-            tx.upsert_tool(tool, self._now())
-        return tool
-
-    def get_tool(self, handle: str) -> ToolRecord | None:
-        """A registered tool by handle, or ``None``."""
-        with self.repository.read() as tx:
-            return tx.tool(handle)
-
-    def list_tools(self, agent_id: str | None = None) -> list[ToolRecord]:
-        """Registered tools, optionally of one agent."""
-        with self.repository.read() as tx:
-            return tx.tools(agent_id)
-
-    def save_agent(self, agent_id: str, name: str, config: dict[str, Any]) -> AgentRecord:
-        """Save an agent's configuration (JSON only)."""
-        now = self._now()
-        normalised: dict[str, Any] = normalise(config)
-        with self.repository.write() as tx:
-            tx.save_agent(agent_id, name, normalised, now)
-        return AgentRecord(agent_id=agent_id, name=name, config=normalised, updated_at=now)
-
-    def load_agent(self, agent_id: str) -> AgentRecord | None:
-        """An agent's saved configuration, or ``None``."""
-        with self.repository.read() as tx:
-            return tx.agent(agent_id)
-
-    def upsert_process(self, process: ProcessRecord) -> ProcessRecord:
-        """Record a supervised process (insert or replace by id)."""
-        with self.repository.write() as tx:
-            tx.upsert_process(process)
-        return process
-
-    def heartbeat(
-        self, process_id: str, *, status: str | None = None, exit_code: int | None = None
-    ) -> ProcessRecord | None:
-        """Refresh a process's heartbeat (optionally its status and exit code)."""
-        with self.repository.write() as tx:
-            return tx.touch_process(process_id, self._now(), status, exit_code)
-
-    def mark_lost_processes(self, now: datetime | None = None) -> list[ProcessRecord]:
-        """Mark live processes whose heartbeat is past its deadline as ``lost``.
-
-        A process that dies without saying so (SIGKILL, a host crash) leaves its row live
-        forever; its heartbeat stopping is the only sign. A row still ``running`` (or waiting
-        for approval) whose heartbeat is older than :data:`LOST_AFTER_SECONDS` becomes ``lost``.
-        Later heartbeats do not revive it; a final status written by the process still lands.
-
-        Args:
-            now: The current time (default: the ledger's clock).
-
-        Returns:
-            The rows marked now.
-        """
-        stale_before = (now or self._now()) - timedelta(seconds=LOST_AFTER_SECONDS)
-        with self.repository.read() as tx:  # the common case writes nothing, takes no lock
-            stale = tx.stale_processes(LIVE_PROCESS_STATUSES, stale_before)
-        if not stale:
-            return []
-        with self.repository.write() as tx:
-            return tx.mark_lost_processes(stale, LIVE_PROCESS_STATUSES, stale_before)
-
-    def list_processes(self, status: str | None = None) -> list[ProcessRecord]:
-        """Supervised processes, newest first."""
-        with self.repository.read() as tx:
-            return tx.processes(status)

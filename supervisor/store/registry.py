@@ -1,0 +1,124 @@
+"""Repository operations for what is registered in the ledger: tools, agents and supervised
+processes. Mixed into :class:`supervisor.store.repository.LedgerTx`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlmodel import Session, SQLModel, col, select
+
+from supervisor.ledger.models import AgentRecord, ProcessRecord, ToolRecord
+from supervisor.store.convert import (
+    agent_from_row,
+    agent_to_values,
+    process_from_row,
+    process_to_values,
+    tool_from_row,
+    tool_to_values,
+)
+from supervisor.store.tables import AgentRow, ProcessRow, ToolRegistryRow
+
+_PROCESS = SQLModel.metadata.tables[ProcessRow.__tablename__]
+
+
+class RegistryMixin:
+    """Tool registry, agent and process persistence."""
+
+    session: Session
+
+    # tool registry -----------------------------------------------------------------------
+    def upsert_tool(self, tool: ToolRecord, updated_at: datetime) -> None:
+        """Insert or replace a tool registry entry by handle."""
+        values = tool_to_values(tool, updated_at)
+        row = self.session.get(ToolRegistryRow, tool.handle)
+        self.session.add(row.sqlmodel_update(values) if row else ToolRegistryRow(**values))
+
+    def tool(self, handle: str) -> ToolRecord | None:
+        """The registered tool with that handle, if any."""
+        row = self.session.get(ToolRegistryRow, handle)
+        return tool_from_row(row) if row else None
+
+    def tools(self, agent_id: str | None = None) -> list[ToolRecord]:
+        """Registered tools, optionally of one agent, ordered by name then handle."""
+        query = select(ToolRegistryRow)
+        if agent_id is not None:
+            query = query.where(ToolRegistryRow.agent_id == agent_id)
+        query = query.order_by(col(ToolRegistryRow.name), col(ToolRegistryRow.handle))
+        return [tool_from_row(row) for row in self.session.exec(query).all()]
+
+    # agents ------------------------------------------------------------------------------
+    def save_agent(self, agent: AgentRecord) -> None:
+        """Insert or replace an agent's configuration."""
+        values = agent_to_values(agent)
+        row = self.session.get(AgentRow, agent.agent_id)
+        self.session.add(row.sqlmodel_update(values) if row else AgentRow(**values))
+
+    def agent(self, agent_id: str) -> AgentRecord | None:
+        """An agent's saved configuration, if any."""
+        row = self.session.get(AgentRow, agent_id)
+        return agent_from_row(row) if row else None
+
+    # processes ---------------------------------------------------------------------------
+    def upsert_process(self, process: ProcessRecord) -> None:
+        """Insert or replace a supervised process record."""
+        values = process_to_values(process)
+        row = self.session.get(ProcessRow, process.process_id)
+        self.session.add(row.sqlmodel_update(values) if row else ProcessRow(**values))
+
+    def touch_process(
+        self, process_id: str, at: datetime, status: str | None, exit_code: int | None
+    ) -> ProcessRecord | None:
+        """Record a heartbeat (and optionally a new status / exit code)."""
+        row = self.session.get(ProcessRow, process_id)
+        if row is None:
+            return None
+        row.heartbeat_at = at
+        if status is not None:
+            row.status = status
+        if exit_code is not None:
+            row.exit_code = exit_code
+        self.session.add(row)
+        self.session.flush()
+        return process_from_row(row)
+
+    def stale_processes(self, live_statuses: Sequence[str], stale_before: datetime) -> list[str]:
+        """Ids of live rows whose heartbeat is older than ``stale_before``."""
+        query = select(ProcessRow.id).where(
+            col(ProcessRow.status).in_(list(live_statuses)),
+            col(ProcessRow.heartbeat_at) < stale_before,
+        )
+        return list(self.session.exec(query).all())
+
+    def mark_lost_processes(
+        self, process_ids: Sequence[str], live_statuses: Sequence[str], stale_before: datetime
+    ) -> list[ProcessRecord]:
+        """Set ``lost`` on those rows that are still live and stale.
+
+        Each row changes by one conditional UPDATE, so a heartbeat or final status that landed
+        since the rows were read keeps its row.
+        """
+        table = _PROCESS
+        stale = sa.and_(
+            table.c.status.in_(list(live_statuses)), table.c.heartbeat_at < stale_before
+        )
+        connection = self.session.connection()
+        lost: list[ProcessRecord] = []
+        for process_id in process_ids:
+            marked = connection.execute(
+                sa.update(table).where(table.c.id == process_id, stale).values(status="lost")
+            )
+            if marked.rowcount == 1:
+                row = self.session.get(ProcessRow, process_id, populate_existing=True)
+                if row is not None:
+                    lost.append(process_from_row(row))
+        return lost
+
+    def processes(self, status: str | None = None) -> list[ProcessRecord]:
+        """Supervised processes, optionally in one status, newest first."""
+        query = select(ProcessRow)
+        if status is not None:
+            query = query.where(ProcessRow.status == status)
+        query = query.order_by(col(ProcessRow.started_at).desc(), col(ProcessRow.id))
+        return [process_from_row(row) for row in self.session.exec(query).all()]

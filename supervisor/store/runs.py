@@ -1,0 +1,140 @@
+"""Repository operations for what agent runs leave in the ledger: checkpoints, trace events,
+blobs and issued result pointers. Mixed into :class:`supervisor.store.repository.LedgerTx`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlmodel import Session, SQLModel, col, select
+
+from supervisor.ledger.models import Blob, Checkpoint, TraceEvent
+from supervisor.store.convert import (
+    blob_from_row,
+    blob_to_values,
+    checkpoint_from_row,
+    checkpoint_to_row,
+    trace_from_row,
+    trace_to_values,
+)
+from supervisor.store.limits import LimitsMixin
+from supervisor.store.pointer_table import ResultPointerRow
+from supervisor.store.tables import BlobRow, CheckpointRow, TraceEventRow
+
+_TRACE = SQLModel.metadata.tables[TraceEventRow.__tablename__]
+_BLOB = SQLModel.metadata.tables[BlobRow.__tablename__]
+_POINTER = SQLModel.metadata.tables[ResultPointerRow.__tablename__]
+
+
+class RunsMixin(LimitsMixin):
+    """Checkpoint, trace, blob and result pointer persistence."""
+
+    session: Session
+    dialect: str
+
+    # checkpoints -------------------------------------------------------------------------
+    def insert_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Store a checkpoint (checkpoints are immutable; a new state is a new checkpoint)."""
+        self.session.add(checkpoint_to_row(checkpoint))
+
+    def checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
+        """The checkpoint with that id, if any."""
+        row = self.session.exec(select(CheckpointRow).where(CheckpointRow.id == checkpoint_id))
+        found = row.first()
+        return checkpoint_from_row(found) if found else None
+
+    def latest_checkpoint(self, agent_id: str, thread_id: str) -> Checkpoint | None:
+        """The newest checkpoint of an agent's thread, if any."""
+        query = (
+            select(CheckpointRow)
+            .where(CheckpointRow.agent_id == agent_id, CheckpointRow.thread_id == thread_id)
+            .order_by(col(CheckpointRow.seq).desc())
+            .limit(1)
+        )
+        found = self.session.exec(query).first()
+        return checkpoint_from_row(found) if found else None
+
+    # trace events ------------------------------------------------------------------------
+    def insert_trace_events(self, events: Sequence[TraceEvent]) -> None:
+        """Bulk-insert trace events (ids are assigned by the database, ascending)."""
+        if not events:
+            return
+        rows = [trace_to_values(event) for event in events]
+        self.session.connection().execute(sa.insert(_TRACE), rows)
+
+    def trace_events(
+        self,
+        *,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        run_id: str | None = None,
+        kind: str | None = None,
+        after_id: int = 0,
+        limit: int = 500,
+    ) -> list[TraceEvent]:
+        """Trace events after ``after_id`` matching every given filter, ascending by id."""
+        query = select(TraceEventRow).where(col(TraceEventRow.id) > after_id)
+        if agent_id is not None:
+            query = query.where(TraceEventRow.agent_id == agent_id)
+        if thread_id is not None:
+            query = query.where(TraceEventRow.thread_id == thread_id)
+        if run_id is not None:
+            query = query.where(TraceEventRow.run_id == run_id)
+        if kind is not None:
+            query = query.where(TraceEventRow.kind == kind)
+        query = query.order_by(col(TraceEventRow.id)).limit(limit)
+        return [trace_from_row(row) for row in self.session.exec(query).all()]
+
+    # blobs -------------------------------------------------------------------------------
+    def has_blob(self, digest: str) -> bool:
+        """Whether a blob is stored under ``digest``."""
+        return self.session.get(BlobRow, digest) is not None
+
+    def stored_blob(self, digest: str) -> Blob | None:
+        """The blob stored under ``digest`` exactly as stored, content included (unverified:
+        the ledger checks the content against the digest)."""
+        row = self.session.get(BlobRow, digest)
+        return blob_from_row(row) if row else None
+
+    def insert_blob(self, blob: Blob, created_at: datetime) -> None:
+        """Store a blob's content under its digest, unless that digest is already stored.
+
+        ``INSERT ... ON CONFLICT DO NOTHING`` on both engines, so processes racing to store the
+        same new blob all succeed and it is stored once (the digest names the content).
+        """
+        insert = sqlite_insert if self.dialect == "sqlite" else postgresql_insert
+        statement = (
+            insert(_BLOB)
+            .values(blob_to_values(blob, created_at))
+            .on_conflict_do_nothing(index_elements=["sha256"])
+        )
+        self.session.connection().execute(statement)
+
+    # result pointers ---------------------------------------------------------------------
+    def insert_result_pointer(
+        self, digest: str, agent_id: str, thread_id: str, user_id: str, issued_at: datetime
+    ) -> None:
+        """Record that an offloaded result was handed to this agent thread and user (once)."""
+        insert = sqlite_insert if self.dialect == "sqlite" else postgresql_insert
+        statement = (
+            insert(_POINTER)
+            .values(
+                digest=digest,
+                agent_id=agent_id,
+                thread_id=thread_id,
+                user_id=user_id,
+                issued_at=issued_at,
+            )
+            .on_conflict_do_nothing(index_elements=["digest", "agent_id", "thread_id", "user_id"])
+        )
+        self.session.connection().execute(statement)
+
+    def result_pointer_exists(
+        self, digest: str, agent_id: str, thread_id: str, user_id: str
+    ) -> bool:
+        """Whether that exact pointer was issued."""
+        key = (digest, agent_id, thread_id, user_id)
+        return self.session.get(ResultPointerRow, key) is not None
