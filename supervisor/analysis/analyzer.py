@@ -23,29 +23,15 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
+from supervisor.analysis.stats import ToolStats, rate
 from supervisor.ledger.models import Proposal, ProposalStatus, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
 
-USABLE = frozenset({"success", "empty", "degraded", "fallback"})
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 TOP_REASON_CODES = 10
-
-
-class ToolStats(BaseModel):
-    """Outcome figures of one tool."""
-
-    model_config = ConfigDict(frozen=True)
-
-    tool: str
-    results: int
-    by_status: dict[str, int]
-    usable: int
-    usable_rate: float
-    fallback_rate: float
-    degraded_rate: float
 
 
 class TraceStats(BaseModel):
@@ -75,6 +61,10 @@ class TraceStats(BaseModel):
         """JSON data (datetimes as ISO-8601)."""
         data: dict[str, Any] = self.model_dump(mode="json")
         return data
+
+    @field_serializer("tools")
+    def _tool_figures(self, tools: list[ToolStats]) -> list[dict[str, Any]]:
+        return [tool.report() for tool in tools]
 
 
 def parse_since(text: str, *, now: datetime | None = None) -> datetime:
@@ -133,10 +123,6 @@ def iter_proposals(ledger: ApprovalLedger) -> Iterator[Proposal]:
         cursor = page.next_cursor
 
 
-def _rate(part: int, whole: int) -> float | None:
-    return round(part / whole, 4) if whole else None
-
-
 def _is_degraded(event: TraceEvent) -> bool:
     if event.outcome_status == "degraded":
         return True
@@ -150,8 +136,7 @@ def analyze_events(
     """Compute :class:`TraceStats` from events and proposals (filtered by ``since``)."""
     total = 0
     runs: set[str] = set()
-    statuses: dict[str, Counter[str]] = {}
-    degraded: Counter[str] = Counter()
+    by_tool: dict[str, ToolStats] = {}
     provider_codes: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
     for event in events:
@@ -166,28 +151,15 @@ def analyze_events(
             continue
         tool = event.tool or "(unknown)"
         status = event.outcome_status or "unknown"
-        statuses.setdefault(tool, Counter())[status] += 1
-        if _is_degraded(event):
-            degraded[tool] += 1
+        stats = by_tool.get(tool)
+        if stats is None:
+            stats = by_tool[tool] = ToolStats(tool)
+        stats.add_result(status, degraded=_is_degraded(event))
         if status == "provider_error":
             provider_codes[event.reason_code or "unknown"] += 1
         if event.reason_code:
             reasons[event.reason_code] += 1
-    tools: list[ToolStats] = []
-    for tool, counts in sorted(statuses.items()):
-        results = sum(counts.values())
-        usable = sum(count for status, count in counts.items() if status in USABLE)
-        tools.append(
-            ToolStats(
-                tool=tool,
-                results=results,
-                by_status=dict(sorted(counts.items())),
-                usable=usable,
-                usable_rate=_rate(usable, results) or 0.0,
-                fallback_rate=_rate(counts.get("fallback", 0), results) or 0.0,
-                degraded_rate=_rate(degraded[tool], results) or 0.0,
-            )
-        )
+    tools = [by_tool[tool] for tool in sorted(by_tool)]
     results_total = sum(tool.results for tool in tools)
     latencies: list[float] = []
     by_status: Counter[str] = Counter()
@@ -203,11 +175,9 @@ def analyze_events(
         events=total,
         runs=len(runs),
         tool_results=results_total,
-        usable_rate=_rate(sum(tool.usable for tool in tools), results_total),
-        fallback_rate=_rate(
-            sum(tool.by_status.get("fallback", 0) for tool in tools), results_total
-        ),
-        degraded_rate=_rate(sum(degraded.values()), results_total),
+        usable_rate=rate(sum(tool.usable for tool in tools), results_total),
+        fallback_rate=rate(sum(tool.outcomes["fallback"] for tool in tools), results_total),
+        degraded_rate=rate(sum(tool.degraded for tool in tools), results_total),
         tools=tools,
         provider_error_codes=dict(provider_codes.most_common()),
         top_reason_codes=reasons.most_common(TOP_REASON_CODES),

@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import IO, Any
 
-from supervisor.analysis.analyzer import USABLE
 from supervisor.ledger.models import TraceEvent
+from supervisor.outcomes import USABLE_STATUSES
 from supervisor.redact import redact_event, text_redactor
 from supervisor.services.rendering import dumps_visible, visible_json
 from supervisor.version import __version__
@@ -158,7 +158,7 @@ def _trace_spans(key: str, events: list[TraceEvent]) -> list[dict[str, Any]]:
         elif event.kind == "tool_result":
             started = open_calls.pop(call_id, event) if call_id else event
             status = event.outcome_status or "unknown"
-            usable = status in USABLE
+            usable = status in USABLE_STATUSES
             attributes = {
                 "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": event.tool,

@@ -25,6 +25,7 @@ from mcp_types import ToolAnnotations
 from supervisor.analysis.analyzer import analyze, parse_since
 from supervisor.ledger.models import Proposal, ProposalStatus, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.outcomes import EVIDENCE_KEYS
 from supervisor.redact import REDACTED, redact
 from supervisor.version import __version__
 
@@ -43,10 +44,6 @@ _SECRET_KEY = re.compile(
 ARGUMENT_MODES = ("keys_and_sizes", "redacted_values")
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 _EVIDENCE_KINDS = ("tool_result", "approval", "tool_schema_changed", "mcp_elicitation")
-_OUTCOME_FIELDS = (
-    "status", "reason_code", "provider", "primary_provider", "fallback_provider", "retryable",
-    "result_count", "degraded", "fallback_used", "latency_ms",
-)  # fmt: skip
 
 
 def redact_value(value: Any) -> Any:
@@ -122,7 +119,7 @@ def evidence_view(event: TraceEvent) -> dict[str, Any]:
         "proposal_id": event.payload.get("proposal_id"),
     }
     if isinstance(outcome, dict):
-        view["outcome"] = {key: outcome.get(key) for key in _OUTCOME_FIELDS if key in outcome}
+        view["outcome"] = {key: outcome.get(key) for key in EVIDENCE_KEYS if key in outcome}
     return view
 
 

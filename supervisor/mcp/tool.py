@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from supervisor.canonical import args_hash
-from supervisor.errors import ToolDefinitionError
+from supervisor.errors import ToolDefinitionError, model_error
 from supervisor.mcp.config import McpServerConfig
 from supervisor.mcp.schema import (
     compile_validator,
@@ -256,20 +256,18 @@ class McpTool:
         if self.gate is not None:
             self.gate.record_schema_change(self, self.schema_hash, new_hash, [], phase="call")
         return ToolResult(
-            {
-                "error": {
-                    "code": "mcp_schema_changed",
-                    "message": f"{self.name} changed its contract on the server since this call "
-                    "was approved; it was not sent. Re-propose the call.",
-                }
-            },
+            model_error(
+                "mcp_schema_changed",
+                f"{self.name} changed its contract on the server since this call "
+                "was approved; it was not sent. Re-propose the call.",
+            ),
             ToolOutcome(status=ToolOutcomeStatus.ERROR, reason_code="mcp_schema_changed"),
         )
 
 
 def _failure(code: str, message: str, server: str) -> ToolResult[Any]:
     return ToolResult(
-        {"error": {"code": code, "message": message}},
+        model_error(code, message),
         ToolOutcome(
             status=ToolOutcomeStatus.PROVIDER_ERROR, reason_code=code, provider=f"mcp:{server}"
         ),

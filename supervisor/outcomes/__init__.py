@@ -12,15 +12,19 @@ from supervisor.outcomes.legacy import (
     resolve_outcome,
 )
 from supervisor.outcomes.model import (
+    EVIDENCE_KEYS,
     USABLE_STATUSES,
     ToolOutcome,
     ToolOutcomeStatus,
     ToolResult,
 )
+from supervisor.outcomes.record import OutcomeRecord
 
 __all__ = [
+    "EVIDENCE_KEYS",
     "PROVIDER_FAILURE_CODES",
     "USABLE_STATUSES",
+    "OutcomeRecord",
     "ToolOutcome",
     "ToolOutcomeStatus",
     "ToolResult",

@@ -67,6 +67,12 @@ _MAY_NAME_FALLBACK = frozenset({ToolOutcomeStatus.FALLBACK, ToolOutcomeStatus.PR
 
 _LATENCY = frozenset({"latency_ms"})
 
+EVIDENCE_KEYS: tuple[str, ...] = (
+    "status", "reason_code", "provider", "primary_provider", "fallback_provider", "retryable",
+    "result_count", "degraded", "fallback_used", "latency_ms",
+)  # fmt: skip
+"""The keys of :meth:`ToolOutcome.evidence`, in order: every field of an outcome."""
+
 
 class ToolOutcome(BaseModel):
     """Content-free evidence of how one tool call went.
@@ -245,18 +251,9 @@ class ToolOutcome(BaseModel):
             result count, degraded, fallback_used and latency. It never holds the tool's value
             or its arguments.
         """
-        return {
-            "status": self.status.value,
-            "reason_code": self.reason_code,
-            "provider": self.provider,
-            "primary_provider": self.primary_provider,
-            "fallback_provider": self.fallback_provider,
-            "retryable": self.retryable,
-            "result_count": self.result_count,
-            "degraded": self.degraded,
-            "fallback_used": self.fallback_used,
-            "latency_ms": self.latency_ms,
-        }
+        evidence = {key: getattr(self, key) for key in EVIDENCE_KEYS}
+        evidence["status"] = self.status.value
+        return evidence
 
 
 def _outcome_error_in(exc: ValidationError) -> OutcomeError | None:

@@ -36,6 +36,7 @@ class MemAgent:
     def __init__(self, context: RuntimeContext, provider: SQLModelProvider) -> None:
         self.context = context
         self.provider = provider
+        # The last run's outcome records as plain JSON-ready dicts, as the seed documents them.
         self.last_tool_outcomes: list[dict[str, Any]] = []
 
     @classmethod
@@ -131,7 +132,7 @@ class MemAgent:
         if isinstance(history, RunResult):
             return history
         result = start_run(self.context, query, thread_id, user_id, history)
-        self.last_tool_outcomes = list(result.outcomes)
+        self.last_tool_outcomes = [outcome.as_dict() for outcome in result.outcomes]
         return result
 
     # -- approvals -------------------------------------------------------------------------
@@ -185,9 +186,9 @@ class MemAgent:
         """
         result = _resume.resume(self.context, proposal_id, continue_model)
         if result.run is not None:
-            self.last_tool_outcomes = list(result.run.outcomes)
+            self.last_tool_outcomes = [outcome.as_dict() for outcome in result.run.outcomes]
         elif result.outcome is not None:
-            self.last_tool_outcomes = [result.outcome]
+            self.last_tool_outcomes = [result.outcome.as_dict()]
         return result
 
     # -- persistence -----------------------------------------------------------------------

@@ -13,12 +13,13 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from supervisor.canonical import canonical_hash
+from supervisor.outcomes import OutcomeRecord
 from supervisor.runtime.calls import Refusal, deliver, resolve_call, tool_payload
 from supervisor.runtime.context import RuntimeContext
 from supervisor.runtime.errors import ModelUnavailable
 from supervisor.runtime.intake import OVER_CAP_ANSWER, over_cap_message, unique_call_ids
 from supervisor.runtime.llm import AssistantTurn, ModelToolCall, tool_message
-from supervisor.runtime.results import RunResult, RunStatus, outcome_record, refusal, run_result
+from supervisor.runtime.results import RunResult, RunStatus, refusal, run_result
 from supervisor.runtime.state import PendingCall, RunState, save_checkpoint
 from supervisor.runtime.trace import RunTracer
 from supervisor.tools.dispatch import ToolCallResult, error_result
@@ -213,10 +214,10 @@ class TurnEngine:
         first = over[0]
         state.answered[first.call_id] = refusal("tool_call_limit", over_cap_message(cap, len(over)))
         state.answered.update((call.call_id, OVER_CAP_ANSWER) for call in over[1:])
-        record = outcome_record(first.name, first.call_id, {"status": "error",
-                                "reason_code": "tool_call_limit"})  # fmt: skip
-        record["refused_calls"] = len(over)
-        state.outcomes.append(record)
+        evidence = {"status": "error", "reason_code": "tool_call_limit"}
+        state.outcomes.append(
+            OutcomeRecord.of(first.name, first.call_id, evidence, refused_calls=len(over))
+        )
         tracer.event(
             "tool_result", tool=first.name, outcome_status="error", reason_code="tool_call_limit",
             call_id=first.call_id, last_call_id=over[-1].call_id, refused_calls=len(over),
@@ -230,7 +231,7 @@ class TurnEngine:
         result, blob_ref = delivery.result, delivery.blob_ref
         state.answered[call_id] = delivery.content
         evidence = result.evidence()
-        state.outcomes.append(outcome_record(tool_name, call_id, evidence))
+        state.outcomes.append(OutcomeRecord.of(tool_name, call_id, evidence))
         detail = result.error.detail if result.error is not None else None
         tracer.event(
             "tool_result",
@@ -250,7 +251,7 @@ class TurnEngine:
         state.answered[call.call_id] = refused.content
         reason = refused.reason_code or refused.code
         evidence = {"status": "error", "reason_code": reason}
-        state.outcomes.append(outcome_record(call.name, call.call_id, evidence))
+        state.outcomes.append(OutcomeRecord.of(call.name, call.call_id, evidence))
         tracer.event(
             "tool_result", tool=call.name, outcome_status="error", reason_code=reason,
             call_id=call.call_id,

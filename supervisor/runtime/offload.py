@@ -30,6 +30,7 @@ from supervisor.canonical import sha256_hex
 from supervisor.errors import model_error
 from supervisor.ledger.errors import BlobCorrupted
 from supervisor.ledger.models import Blob
+from supervisor.outcomes.blobref import POINTER_PREFIX, BlobRef
 from supervisor.runtime.errors import (
     BlobIntegrityFailed,
     BlobNotText,
@@ -47,13 +48,11 @@ SEARCH_TOOL = "search_result"
 NEVER_OFFLOAD: frozenset[str] = frozenset({EXPAND_TOOL, SEARCH_TOOL})
 """Tools whose results always reach the model inline (they are bounded by the page limit)."""
 
-DIGEST_PREFIX = "sha256:"
 MEDIA_TYPE = "application/json"
 SEARCH_CONTEXT_CHARS = 80
 """Characters of context kept on each side of a search hit (never across a line break)."""
 SEARCH_MAX_HITS = 50
 SEARCH_MAX_QUERY_CHARS = 200
-_HEX_DIGEST = re.compile(r"^[0-9a-f]{64}$")
 JsonObject = dict[str, Any]
 DigestArg = Annotated[
     str,
@@ -124,16 +123,13 @@ def normalise_digest(digest: str) -> str:
     Raises:
         InvalidDigest: ``digest`` is not 64 hex characters.
     """
-    text = digest.strip()
-    if text[: len(DIGEST_PREFIX)].lower() == DIGEST_PREFIX:
-        text = text[len(DIGEST_PREFIX) :]
-    hex_digest = text.lower()
-    if not _HEX_DIGEST.match(hex_digest):
+    try:
+        return BlobRef.from_pointer(digest.strip().lower()).hex
+    except ValueError:
         raise InvalidDigest(
             f"{digest[:80]!r} is not a SHA-256 digest.",
             hint="Pass the digest from the pointer, e.g. 'sha256:' followed by 64 hex digits.",
-        )
-    return hex_digest
+        ) from None
 
 
 class ResultOffloader:
@@ -189,7 +185,7 @@ class ResultOffloader:
             blob.sha256, agent_id=scope.agent_id, thread_id=scope.thread_id,
             user_id=scope.user_id,
         )  # fmt: skip
-        digest = DIGEST_PREFIX + blob.sha256
+        digest = BlobRef(blob.sha256).pointer
         pointer = self._pointer(tool_name, call_id, content, digest, len(encoded))
         model_content = json.dumps(pointer, ensure_ascii=False)
         return OffloadDecision(model_content=model_content, pointer=pointer, digest=digest)
@@ -234,9 +230,9 @@ class ResultOffloader:
             return content.decode("utf-8")
         except UnicodeDecodeError:
             raise BlobNotText(
-                f"Blob {DIGEST_PREFIX}{hex_digest} is not UTF-8 text.",
+                f"Blob {BlobRef(hex_digest).pointer} is not UTF-8 text.",
                 hint="Only offloaded tool results can be expanded.",
-                digest=DIGEST_PREFIX + hex_digest,
+                digest=BlobRef(hex_digest).pointer,
             ) from None
 
     def page(self, digest: str, offset: int = 0, limit: int | None = None) -> dict[str, Any]:
@@ -262,7 +258,7 @@ class ResultOffloader:
         text = self.read(digest)
         end = min(offset + wanted, len(text))
         return {
-            "digest": DIGEST_PREFIX + normalise_digest(digest),
+            "digest": BlobRef(normalise_digest(digest)).pointer,
             "offset": offset,
             "limit": wanted,
             "total_chars": len(text),
@@ -316,7 +312,7 @@ class ResultOffloader:
                 }
             )
         return {
-            "digest": DIGEST_PREFIX + normalise_digest(digest),
+            "digest": BlobRef(normalise_digest(digest)).pointer,
             "query": query,
             "total_chars": len(text),
             "matches": matches,
@@ -412,19 +408,19 @@ def _reported(read: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 def _unknown_blob(hex_digest: str) -> UnknownBlob:
     """The one refusal for a digest this scope may not read, whatever the reason."""
     return UnknownBlob(
-        f"No offloaded result is stored under {DIGEST_PREFIX}{hex_digest}.",
+        f"No offloaded result is stored under {BlobRef(hex_digest).pointer}.",
         hint="Use the digest from the offloaded_result pointer of this conversation.",
-        digest=DIGEST_PREFIX + hex_digest,
+        digest=BlobRef(hex_digest).pointer,
     )
 
 
 def _integrity_error(hex_digest: str, actual: str) -> BlobIntegrityFailed:
     return BlobIntegrityFailed(
-        f"The result stored under {DIGEST_PREFIX}{hex_digest[:12]}... no longer matches its "
+        f"The result stored under {POINTER_PREFIX}{hex_digest[:12]}... no longer matches its "
         "digest, so it is not returned.",
         hint="Do not rely on this result; run the tool again or restore the ledger.",
-        digest=DIGEST_PREFIX + hex_digest,
-        actual=DIGEST_PREFIX + actual if actual else None,
+        digest=BlobRef(hex_digest).pointer,
+        actual=POINTER_PREFIX + actual if actual else None,
     )
 
 

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from supervisor.errors import model_error
 from supervisor.ledger.models import Proposal
+from supervisor.outcomes import OutcomeRecord
 from supervisor.runtime.llm import json_text
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class RunResult(BaseModel):
     run_id: str
     output: str | None = None
     proposals: list[Proposal] = Field(default_factory=list)
-    outcomes: list[dict[str, Any]] = Field(default_factory=list)
+    outcomes: list[OutcomeRecord] = Field(default_factory=list)
     usage: dict[str, int] = Field(default_factory=dict)
     error: dict[str, Any] | None = None
 
@@ -67,29 +68,11 @@ class ApprovalResumeResult(BaseModel):
     proposal: Proposal
     tool_result: Any = None
     consumed: bool = False
-    outcome: dict[str, Any] | None = None
+    outcome: OutcomeRecord | None = None
     assistant_response: str | None = None
     ok: bool = False
     error_code: str | None = None
     run: RunResult | None = None
-
-
-OUTCOME_KEYS = (
-    "status",
-    "reason_code",
-    "provider",
-    "fallback_provider",
-    "degraded",
-    "result_count",
-    "latency_ms",
-)
-
-
-def outcome_record(tool_name: str, call_id: str, evidence: dict[str, Any]) -> dict[str, Any]:
-    """One entry of ``last_tool_outcomes``: content-free evidence of one call."""
-    record: dict[str, Any] = {"tool_name": tool_name, "call_id": call_id}
-    record.update({key: evidence.get(key) for key in OUTCOME_KEYS})
-    return record
 
 
 def refusal(code: str, message: str) -> str:

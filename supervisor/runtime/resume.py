@@ -16,13 +16,15 @@ from supervisor.ledger.errors import (
     LedgerError,
 )
 from supervisor.ledger.models import ExecutorIdentity, Proposal, ProposalStatus
+from supervisor.outcomes import OutcomeRecord
+from supervisor.outcomes.blobref import BlobRef
 from supervisor.runtime.calls import deliver
 from supervisor.runtime.context import RuntimeContext
 from supervisor.runtime.engine import TurnEngine
 from supervisor.runtime.errors import CheckpointMissing
 from supervisor.runtime.llm import json_text, tool_message
 from supervisor.runtime.pointers import pointer_scope
-from supervisor.runtime.results import ApprovalResumeResult, outcome_record, refusal
+from supervisor.runtime.results import ApprovalResumeResult, refusal
 from supervisor.runtime.state import PendingCall, RunState, load_state
 from supervisor.runtime.trace import RunTracer
 from supervisor.tools.errors import ToolCallError
@@ -115,20 +117,20 @@ def _decision_result(proposal: Proposal) -> ApprovalResumeResult:
         proposal=proposal,
         tool_result=_decision_body(proposal),
         consumed=proposal.status.consumed,
-        outcome=outcome_record(proposal.tool_name, proposal.call_id or "", evidence),
+        outcome=OutcomeRecord.of(proposal.tool_name, proposal.call_id or "", evidence),
         error_code=code,
     )
 
 
 def _stored_result(context: RuntimeContext, proposal: Proposal) -> Any:
     execution = context.ledger.execution(proposal.proposal_id)
-    if (
-        execution is None
-        or not execution.result_ref
-        or not execution.result_ref.startswith("blob:")
-    ):
+    if execution is None or not execution.result_ref:
         return None
-    blob = context.ledger.get_blob(execution.result_ref.removeprefix("blob:"))
+    try:
+        ref = BlobRef.from_result_ref(execution.result_ref)
+    except ValueError:
+        return None
+    blob = context.ledger.get_blob(ref.hex)
     return None if blob is None or blob.content is None else blob.content.decode("utf-8")
 
 
@@ -168,14 +170,17 @@ def _execute(
     evidence = result.evidence()
     if result.error is None:
         ledger.complete(
-            proposal.proposal_id, evidence["status"], f"blob:{stored.sha256}", executor=executor
+            proposal.proposal_id,
+            evidence["status"],
+            BlobRef(stored.sha256).result_ref,
+            executor=executor,
         )
     else:
         ledger.fail(
             proposal.proposal_id, "error", result.error.code,
-            result_ref=f"blob:{stored.sha256}", executor=executor,
+            result_ref=BlobRef(stored.sha256).result_ref, executor=executor,
         )  # fmt: skip
-    record = outcome_record(tool.name, call.call_id, evidence)
+    record = OutcomeRecord.of(tool.name, call.call_id, evidence)
     tracer.event(
         "tool_result", tool=tool.name, outcome_status=evidence["status"],
         reason_code=evidence["reason_code"], blob_ref=blob_ref, call_id=call.call_id,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from supervisor.outcomes import OutcomeRecord
 from supervisor.runtime.errors import CheckpointTooNew
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class RunState(BaseModel):
     attempts: dict[str, int] = Field(default_factory=dict)
     turns: int = 0
     usage: dict[str, int] = Field(default_factory=dict)
-    outcomes: list[dict[str, Any]] = Field(default_factory=list)
+    outcomes: list[OutcomeRecord] = Field(default_factory=list)
     toolbox_state: dict[str, Any] = Field(default_factory=dict)
     status: str = "completed"
 

@@ -30,6 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from supervisor.canonical import sha256_hex
+from supervisor.outcomes.blobref import POINTER_PREFIX
 
 #: Printable code points that must still be escaped, as sorted inclusive ranges (Unicode 14):
 #: enclosing marks (Me), overlay marks (Mn, canonical combining class 1), the printable members
@@ -136,5 +137,6 @@ def rendered_digest(lines: list[str]) -> str:
 
 
 def short_hash(value: str, length: int = 12) -> str:
-    """The first ``length`` characters of a hex digest (``sha256:`` prefixes are dropped)."""
-    return value.removeprefix("sha256:")[:length]
+    """The first ``length`` characters of a hex digest (a blob pointer's ``sha256:`` prefix is
+    dropped); any other text is cut the same way, never refused, since it is only shown."""
+    return value.removeprefix(POINTER_PREFIX)[:length]

@@ -8,13 +8,9 @@ from __future__ import annotations
 
 from supervisor.ledger.models import Blob
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.outcomes.blobref import BlobRef
 
 __all__ = ["ResultsService"]
-
-
-def digest_of(blob_ref: str) -> str:
-    """The SHA-256 hex digest a blob reference (``sha256:<hex>`` or ``blob:<hex>``) names."""
-    return blob_ref.removeprefix("sha256:").removeprefix("blob:")
 
 
 class ResultsService:
@@ -26,11 +22,18 @@ class ResultsService:
     def read(self, blob_ref: str) -> Blob | None:
         """The blob ``blob_ref`` names, content included (``None`` when it is not stored).
 
+        ``blob_ref`` is either form of :class:`~supervisor.outcomes.blobref.BlobRef`
+        (``sha256:<hex>`` or ``blob:<hex>``); one that is neither names nothing stored.
+
         Raises:
             BlobCorrupted: The stored content no longer matches the digest.
             LedgerError: The ledger cannot be read.
         """
-        return self._ledger.get_blob(digest_of(blob_ref))
+        try:
+            ref = BlobRef.parse(blob_ref)
+        except ValueError:
+            return None
+        return self._ledger.get_blob(ref.hex)
 
     def describe(self, blob_ref: str) -> Blob | None:
         """Like :meth:`read` (same check) but without the content: digest, size, type, preview.

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from supervisor.errors import model_error
+
 CallErrorCode = Literal[
     "invalid_json",
     "invalid_arguments",
@@ -60,13 +62,13 @@ class ToolCallError(Exception):
 
     def to_model(self) -> dict[str, Any]:
         """What the model receives instead of a result: code, safe message, the problems."""
-        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        fields: dict[str, Any] = {}
         if self.problems:
             first = self.problems[0]
             if first.argument is not None:
-                body["argument"] = first.argument
+                fields["argument"] = first.argument
             if first.expected:
-                body["expected"] = first.expected
+                fields["expected"] = first.expected
             if len(self.problems) > 1:
-                body["problems"] = [problem.to_dict() for problem in self.problems]
-        return {"error": body}
+                fields["problems"] = [problem.to_dict() for problem in self.problems]
+        return model_error(self.code, self.message, **fields)

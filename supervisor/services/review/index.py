@@ -21,8 +21,9 @@ from itertools import count as counter
 from pathlib import Path
 from typing import NamedTuple, overload
 
+from supervisor.analysis.stats import ToolStats
 from supervisor.services.review.rows import JsonlSummaries, ReviewFilter, ReviewRow, timestamp
-from supervisor.services.review.stats import ReviewStats, ToolStats
+from supervisor.services.review.stats import ReviewStats
 
 __all__ = ["PAGE", "STEP", "ReviewIndex", "RowsView", "Selection"]
 

@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from supervisor.analysis.analyzer import USABLE, percentile
+from supervisor.analysis.analyzer import percentile
+from supervisor.analysis.stats import ToolStats
 
 if TYPE_CHECKING:
     from supervisor.services.review.rows import ReviewRow
@@ -31,27 +32,6 @@ LATENCY_BUCKETS: tuple[tuple[str, float], ...] = (
     ("10m-1h", 3_600.0),
     ("> 1h", float("inf")),
 )
-
-
-@dataclass
-class ToolStats:
-    """Per-tool counts: calls, and the outcome mix of its results."""
-
-    tool: str
-    calls: int = 0
-    outcomes: Counter[str] = field(default_factory=Counter)
-
-    @property
-    def results(self) -> int:
-        """Number of ``tool_result`` rows of this tool."""
-        return sum(self.outcomes.values())
-
-    @property
-    def usable_ratio(self) -> float:
-        """Share of results whose outcome is usable (success, empty, degraded, fallback)."""
-        total = self.results
-        usable = sum(count for status, count in self.outcomes.items() if status in USABLE)
-        return usable / total if total else 0.0
 
 
 @dataclass
@@ -78,7 +58,7 @@ class ReviewStats:
         """Count ``times`` rows of ``kind``/``tool``/``status`` (not ``events``)."""
         if kind == "tool_result":
             self.outcomes[status or "unknown"] += times
-            self._tool(tool).outcomes[status or "unknown"] += times
+            self._tool(tool).add_result(status or "unknown", times)
         elif kind == "tool_call":
             self._tool(tool).calls += times
         elif kind == "approval":
