@@ -103,7 +103,7 @@ class SemanticCache:
         return canonical_hash([agent_id, context_hash, normalise_query(query)])
 
     @staticmethod
-    def admissible(outcomes: Iterable[dict[str, Any]], tools: Iterable[Any]) -> bool:
+    def admissible(outcomes: Iterable[Mapping[str, Any]], tools: Iterable[Any]) -> bool:
         """Whether a run may be cached: only clean calls to deterministic, read-only tools."""
         by_name = {tool.name: tool for tool in tools}
         for outcome in outcomes:

@@ -45,7 +45,7 @@ def start_run(
         and fresh_thread
         and result.status == "completed"
         and result.output is not None
-        and cache.admissible([outcome.as_dict() for outcome in result.outcomes], context.tools)
+        and cache.admissible(result.outcomes, context.tools)
     ):
         cache.store(context.agent_id, answer_key, query, result.output)
     return result
