@@ -122,10 +122,9 @@ def resolve_call(
     A tool outside the caller's scope is refused exactly like a tool that does not exist,
     so the model cannot probe which tools other users or agents have.
     """
-    if context.toolbox is not None:
-        resolved = toolbox_call(context, call, state)
-        if resolved is not None:
-            return resolved
+    resolved = toolbox_call(context, call, state)
+    if resolved is not None:
+        return resolved
     if call.name not in context.tools:
         return unknown_tool(call.name)
     tool = context.tools.get(call.name)
@@ -137,8 +136,11 @@ def resolve_call(
 def toolbox_call(
     context: RuntimeContext, call: ModelToolCall, state: RunState
 ) -> Refusal | str | tuple[AnyTool, str] | None:
-    """Answer a meta-tool call, or return the tool it invokes; ``None`` for other calls."""
+    """Answer a meta-tool call, or return the tool it invokes; ``None`` for other calls (and
+    for every call when the agent has no toolbox)."""
     toolbox = context.toolbox
+    if toolbox is None:
+        return None
     policy = context.policy
     try:
         if call.name == DISCOVER_TOOL_NAME:

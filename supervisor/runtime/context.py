@@ -7,7 +7,7 @@ runtime's modules never call back into :class:`~supervisor.runtime.agent.MemAgen
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.runtime.config import AgentConfig
@@ -18,6 +18,7 @@ from supervisor.tools.registry import ToolRegistry
 if TYPE_CHECKING:
     from supervisor.runtime.cache import SemanticCache
     from supervisor.runtime.offload import ResultOffloader
+    from supervisor.toolbox import Toolbox
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +39,7 @@ class RuntimeContext:
     ledger: ApprovalLedger
     tools: ToolRegistry
     model: ChatModel
-    toolbox: Any = None
+    toolbox: Toolbox | None = None
     offloader: ResultOffloader | None = None
     cache: SemanticCache | None = None
 
