@@ -17,10 +17,7 @@ from datetime import timedelta
 
 from supervisor.ledger.base import LedgerBase
 from supervisor.ledger.errors import LeaseHeld
-from supervisor.ledger.models import Lease, Proposal, ProposalStatus, ProposalWaiter
-
-#: Statuses in which a proposal still needs the process waiting on it.
-WAITED_STATUSES = frozenset({ProposalStatus.PENDING, ProposalStatus.APPROVED})
+from supervisor.ledger.models import WAITED_STATUSES, Lease, Proposal, ProposalWaiter
 
 
 class LeaseServiceMixin(LedgerBase):

@@ -353,6 +353,10 @@ class Lease(_Frozen):
     taken_over_from: str | None = None
 
 
+#: Statuses in which a proposal still needs the process waiting on it.
+WAITED_STATUSES = frozenset({ProposalStatus.PENDING, ProposalStatus.APPROVED})
+
+
 class ProposalWaiter(_Frozen):
     """Which process waits on a proposal, and whether it is still alive.
 
@@ -372,6 +376,35 @@ class ProposalWaiter(_Frozen):
         if self.alive or self.process is None:
             return None
         return self.process.lost_at or self.process.lease_expires_at or self.process.heartbeat_at
+
+    def orphans(self, proposal: Proposal) -> bool:
+        """True when ``proposal`` still needs this waiter (pending or approved) and it is gone."""
+        return not self.alive and proposal.status in WAITED_STATUSES
+
+    def summary(self) -> dict[str, Any]:
+        """JSON data for the CLI and the MCP view: who waits, alive or gone since when."""
+        process = self.process
+        gone = self.gone_since
+        return {
+            "process_id": self.process_id,
+            "since": self.since.isoformat(),
+            "alive": self.alive,
+            "process_status": process.status if process is not None else None,
+            "pid": process.pid if process is not None else None,
+            "host": process.host if process is not None else None,
+            "gone_since": gone.isoformat() if gone is not None else None,
+        }
+
+    def describe(self) -> str:
+        """One line: ``process run-1 (pid 42@host) alive`` or ``... gone (lost) since T``."""
+        process = self.process
+        where = f" (pid {process.pid}@{process.host})" if process and process.pid else ""
+        if self.alive:
+            return f"process {self.process_id}{where} alive"
+        status = process.status if process is not None else "no longer recorded"
+        gone = self.gone_since
+        when = f" since {gone.isoformat(timespec='seconds')}" if gone is not None else ""
+        return f"process {self.process_id}{where} gone ({status}){when}"
 
 
 class PurgeReport(_Frozen):
