@@ -5,7 +5,7 @@ from __future__ import annotations
 from supervisor.ledger import ManualClock, ProcessRecord
 from supervisor.ledger.models import LOST_AFTER_SECONDS, PROCESS_HEARTBEAT_SECONDS
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.services.processes import ProcessesService
+from supervisor.services.processes import ProcessesService, lost_state
 
 
 def add(ledger: ApprovalLedger, clock: ManualClock, process_id: str, status: str) -> None:
@@ -62,5 +62,8 @@ def test_a_process_listing_marks_stale_rows(ledger: ApprovalLedger, clock: Manua
     add(ledger, clock, "stale", "running")
     clock.advance(LOST_AFTER_SECONDS + 1)
     rows = ProcessesService(ledger).refresh()
-    assert [(row.key, row.state) for row in rows] == [("process:stale", "lost")]
+    [lost] = ledger.list_processes()
+    assert lost.lost_at is not None  # the lease deadline that passed: shown as since-when
+    assert [(row.key, row.state) for row in rows] == [("process:stale", lost_state(lost.lost_at))]
+    assert rows[0].state.startswith("lost since ")
     assert statuses(ledger) == {"stale": "lost"}
