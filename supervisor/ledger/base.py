@@ -87,7 +87,9 @@ class LedgerBase:
             self.repository = Repository(engine_or_repository)
         self.clock: Clock = clock or SystemClock()
         self.default_ttl_seconds = default_ttl_seconds
-        self.lease_seconds = lease_seconds if lease_seconds is not None else lease_seconds_from_env()
+        self.lease_seconds = (
+            lease_seconds if lease_seconds is not None else lease_seconds_from_env()
+        )
         self._parsed_policy: tuple[PolicyInForce, ApprovalPolicy] | None = None
         if policy is not None:
             self._bind_policy(policy)

@@ -112,9 +112,7 @@ class LeasesMixin:
         for start in range(0, len(ids), 500):
             query = (
                 sa.select(_WAITER, *[c.label(f"p_{c.name}") for c in _PROCESS.c])
-                .select_from(
-                    _WAITER.outerjoin(_PROCESS, _PROCESS.c.id == _WAITER.c.process_id)
-                )
+                .select_from(_WAITER.outerjoin(_PROCESS, _PROCESS.c.id == _WAITER.c.process_id))
                 .where(_WAITER.c.proposal_id.in_(ids[start : start + 500]))
             )
             for row in self._execute(query):

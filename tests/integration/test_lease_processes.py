@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import SUPERVISOR, run_cli
+from support.run_factories import CRM_QUERY, crm_turn
 
 from supervisor import SQLModelProvider
 from supervisor.ledger.service import ApprovalLedger
@@ -31,8 +33,6 @@ from supervisor.services.approvals import ApprovalsService
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.processes import ProcessesService
 from supervisor.testing import CallTools, Delay, Reply, ScriptedModel, ToolCall, Turn
-from support.cli import SUPERVISOR, run_cli
-from support.run_factories import CRM_QUERY, crm_turn
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 REPO = TESTS_DIR.parent

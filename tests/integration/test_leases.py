@@ -117,9 +117,7 @@ def test_the_lease_length_comes_from_the_environment(monkeypatch: pytest.MonkeyP
         assert caught.value.code == "invalid_lease_seconds"
 
 
-def test_a_process_lease_lasts_its_holders_lease_length(
-    engine: object, clock: ManualClock
-) -> None:
+def test_a_process_lease_lasts_its_holders_lease_length(engine: object, clock: ManualClock) -> None:
     from sqlalchemy.engine import Engine
 
     assert isinstance(engine, Engine)

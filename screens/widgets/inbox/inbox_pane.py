@@ -16,7 +16,6 @@ from supervisor.ledger.models import Proposal
 from supervisor.services.approvals import InboxChange
 from supervisor.services.rendering import visible_escapes
 
-
 #: Put before the tool of a proposal whose waiting process is gone (the detail pane says more).
 ORPHAN_BADGE = "orphan: "
 
