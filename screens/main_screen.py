@@ -179,6 +179,10 @@ class MainScreen(DecisionActions, ProcessActions):
                         severity="warning",
                     )
                 self.load_detail(record.subject)
+        if change.orphaned is not None:  # a waiting process came or went: say so in the detail
+            for proposal in change.upserted:
+                if self.selection.is_selected(proposal.proposal_id):
+                    self.load_detail(proposal.proposal_id)
 
     def on_trace_events_arrived(self, message: TraceEventsArrived) -> None:
         self.query_one(TraceView).set_events(self.traces.events())

@@ -377,6 +377,15 @@ class ProposalWaiter(_Frozen):
             return None
         return self.process.lost_at or self.process.lease_expires_at or self.process.heartbeat_at
 
+    @property
+    def process_state(self) -> str | None:
+        """The waiter's process status, ``lost`` once its lease ran out even if not yet marked."""
+        if self.process is None:
+            return None
+        if not self.alive and self.process.status in LIVE_PROCESS_STATUSES:
+            return "lost"
+        return self.process.status
+
     def orphans(self, proposal: Proposal) -> bool:
         """True when ``proposal`` still needs this waiter (pending or approved) and it is gone."""
         return not self.alive and proposal.status in WAITED_STATUSES
@@ -389,7 +398,7 @@ class ProposalWaiter(_Frozen):
             "process_id": self.process_id,
             "since": self.since.isoformat(),
             "alive": self.alive,
-            "process_status": process.status if process is not None else None,
+            "process_status": self.process_state,
             "pid": process.pid if process is not None else None,
             "host": process.host if process is not None else None,
             "gone_since": gone.isoformat() if gone is not None else None,
@@ -401,7 +410,7 @@ class ProposalWaiter(_Frozen):
         where = f" (pid {process.pid}@{process.host})" if process and process.pid else ""
         if self.alive:
             return f"process {self.process_id}{where} alive"
-        status = process.status if process is not None else "no longer recorded"
+        status = self.process_state or "no longer recorded"
         gone = self.gone_since
         when = f" since {gone.isoformat(timespec='seconds')}" if gone is not None else ""
         return f"process {self.process_id}{where} gone ({status}){when}"
