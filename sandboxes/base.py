@@ -76,9 +76,10 @@ class RunContext:
     def report_started(self, pid: int | None, **detail: Any) -> None:
         """Record the process (pid on this host, or backend details) as running.
 
-        From here until the run ends a background thread refreshes the heartbeat every
-        ``HEARTBEAT_SECONDS`` (a third of the lease when that is shorter), whatever the backend is doing (waiting on a quiet process, an
-        SDK call), so only a dead supervisor lets the row go stale.
+        From here until the run ends a background thread refreshes the heartbeat (and so the
+        lease) every ``HEARTBEAT_SECONDS``, or a third of the lease when that is shorter,
+        whatever the backend is doing (waiting on a quiet process, an SDK call), so only a dead
+        supervisor lets the row go stale.
         """
         self.pid = pid
         self.detail.update(detail)

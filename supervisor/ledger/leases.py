@@ -54,11 +54,13 @@ class LeaseServiceMixin(LedgerBase):
         return lease.model_copy(update={"taken_over_from": current.holder})
 
     def renew_lease(self, resource: str, holder: str, seconds: float | None = None) -> bool:
-        """Move the deadline of a lease ``holder`` holds; False if it expired or was taken."""
-        now = self._now()
-        until = now + timedelta(seconds=seconds or self.lease_seconds)
+        """Move the deadline of a lease ``holder`` holds; False once another holder took it.
+
+        A renewal that comes late still lands while nobody took the lease over.
+        """
+        until = self._now() + timedelta(seconds=seconds or self.lease_seconds)
         with self.repository.write() as tx:
-            return tx.renew_lease(resource, holder, now, until)
+            return tx.renew_lease(resource, holder, until)
 
     def release_lease(self, resource: str, holder: str) -> bool:
         """Give up a lease at once; False if ``holder`` no longer held it."""

@@ -80,14 +80,18 @@ def turn_lease(
         wait_seconds if wait_seconds is not None else 3 * ledger.lease_seconds
     )
     while True:
-        try:
-            lease = ledger.acquire_lease(resource, holder)
-            break
-        except LeaseHeld as held:
-            if moved_on() or time.monotonic() >= give_up:
-                yield TurnWait(None, held.holder)
-                return
-            time.sleep(POLL_SECONDS)
+        current = ledger.get_lease(resource)  # a read: waiting takes no write lock
+        seen = current.holder if current is not None else None
+        if current is None or current.expires_at < ledger.clock.now():
+            try:
+                lease = ledger.acquire_lease(resource, holder)
+                break
+            except LeaseHeld as held:
+                seen = held.holder
+        if moved_on() or time.monotonic() >= give_up:
+            yield TurnWait(None, seen)
+            return
+        time.sleep(POLL_SECONDS)
     stop = threading.Event()
     keeper = threading.Thread(target=_keep, args=(ledger, lease, stop), daemon=True,
                               name="turn-lease")  # fmt: skip

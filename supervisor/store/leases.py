@@ -71,15 +71,11 @@ class LeasesMixin:
         )
         return result.rowcount == 1
 
-    def renew_lease(self, resource: str, holder: str, now: datetime, expires_at: datetime) -> bool:
-        """Move the deadline of a lease ``holder`` still holds (not past its deadline)."""
+    def renew_lease(self, resource: str, holder: str, expires_at: datetime) -> bool:
+        """Move the deadline of a lease ``holder`` still holds (nobody took it over)."""
         result = self._execute(
             sa.update(_LEASE)
-            .where(
-                _LEASE.c.resource == resource,
-                _LEASE.c.holder == holder,
-                _LEASE.c.expires_at >= now,
-            )
+            .where(_LEASE.c.resource == resource, _LEASE.c.holder == holder)
             .values(expires_at=expires_at)
         )
         return result.rowcount == 1
