@@ -92,6 +92,8 @@ class RegistryMixin:
         if exit_code is not None:
             row.exit_code = exit_code
         row.lease_expires_at = lease_until if row.status in live_statuses else None
+        if row.status == "lost" and row.lost_at is None:  # declared lost by a supervisor
+            row.lost_at = at
         self.session.add(row)
         self.session.flush()
         return process_from_row(row)

@@ -130,3 +130,14 @@ def test_a_process_lease_lasts_its_holders_lease_length(engine: object, clock: M
         assert [p.process_id for p in short.mark_lost_processes()] == ["run-3"]
     finally:
         short.close()
+
+
+def test_a_process_declared_lost_records_since_when(
+    ledger: ApprovalLedger, clock: ManualClock
+) -> None:
+    register(ledger, clock, "run-4")
+    clock.advance(3)
+    ledger.heartbeat("run-4", status="lost")  # e.g. a kill found no such process
+    [process] = ledger.list_processes()
+    assert process.status == "lost" and process.lost_at == clock.now()
+    assert process.lease_expires_at is None
