@@ -24,6 +24,7 @@ from sandboxes.errors import SandboxUnavailable, UnknownSandboxBackend
 from sandboxes.events import LedgerSink, RunEvent, RunLedger, RunSink
 from sandboxes.models import OUT_DIR as OUT_DIR  # re-exported: the backends import it here
 from sandboxes.models import KillReason, RunRequest, RunResult
+from supervisor.ledger.lease_time import lease_seconds_from_env, renew_every
 from supervisor.ledger.models import PROCESS_HEARTBEAT_SECONDS
 
 #: Captured output above this size is also stored as a ledger blob (the result points to it).
@@ -67,6 +68,7 @@ class RunContext:
         self.command = request.describe()
         self.started = False
         self._last_beat = 0.0
+        self._beat_every = renew_every(lease_seconds_from_env(), HEARTBEAT_SECONDS)
         self._beat_lock = threading.Lock()
         self._stop_beats = threading.Event()
         self._beats: threading.Thread | None = None
@@ -74,9 +76,10 @@ class RunContext:
     def report_started(self, pid: int | None, **detail: Any) -> None:
         """Record the process (pid on this host, or backend details) as running.
 
-        From here until the run ends a background thread refreshes the heartbeat every
-        ``HEARTBEAT_SECONDS``, whatever the backend is doing (waiting on a quiet process, an
-        SDK call), so only a dead supervisor lets the row go stale.
+        From here until the run ends a background thread refreshes the heartbeat (and so the
+        lease) every ``HEARTBEAT_SECONDS``, or a third of the lease when that is shorter,
+        whatever the backend is doing (waiting on a quiet process, an SDK call), so only a dead
+        supervisor lets the row go stale.
         """
         self.pid = pid
         self.detail.update(detail)
@@ -95,7 +98,7 @@ class RunContext:
             now = time.monotonic()
             if not self.started or self._stop_beats.is_set():
                 return
-            if now - self._last_beat < HEARTBEAT_SECONDS:
+            if now - self._last_beat < self._beat_every:
                 return
             self._last_beat = now
             self.sandbox.emit(self.event("sandbox.heartbeat", status="running"))
@@ -107,7 +110,7 @@ class RunContext:
             self._beats.join()
 
     def _beat_until_stopped(self) -> None:
-        while not self._stop_beats.wait(HEARTBEAT_SECONDS / 5):
+        while not self._stop_beats.wait(self._beat_every / 5):
             try:
                 self.heartbeat()
             except Exception:  # a ledger hiccup must not kill the beat; the next one retries

@@ -117,7 +117,9 @@ class MainScreen(DecisionActions, ProcessActions):
         self.processes.subscribe(self._on_processes)
         self._loaded = self.approvals.loaded
         self.query_one(InboxPane).now = self.now()
-        self.query_one(InboxPane).rebuild(self.approvals.pending())
+        inbox = self.query_one(InboxPane)
+        inbox.orphaned = frozenset(self.approvals.orphans())
+        inbox.rebuild(self.approvals.pending())
         self.query_one(TraceView).set_events(self.traces.events())
         self.query_one(ProcessesPane).show_rows(self.processes.rows(), self.now())
         self.set_interval(1.0, self._tick)
@@ -177,6 +179,10 @@ class MainScreen(DecisionActions, ProcessActions):
                         severity="warning",
                     )
                 self.load_detail(record.subject)
+        if change.orphaned is not None:  # a waiting process came or went: say so in the detail
+            for proposal in change.upserted:
+                if self.selection.is_selected(proposal.proposal_id):
+                    self.load_detail(proposal.proposal_id)
 
     def on_trace_events_arrived(self, message: TraceEventsArrived) -> None:
         self.query_one(TraceView).set_events(self.traces.events())
@@ -211,11 +217,12 @@ class MainScreen(DecisionActions, ProcessActions):
         proposal = self.approvals.get(proposal_id)
         history = self.approvals.history(proposal_id)
         schema = self.approvals.tool_schema(proposal)
-        self.post_message(ProposalDetailLoaded(proposal, history, schema))
+        waiter = self.approvals.waiter(proposal_id)
+        self.post_message(ProposalDetailLoaded(proposal, history, schema, waiter))
 
     def on_proposal_detail_loaded(self, message: ProposalDetailLoaded) -> None:
         self.schemas[message.proposal.proposal_id] = message.schema
-        self.query_one(DetailPane).show_history(message.proposal, message.history)
+        self.query_one(DetailPane).show_history(message.proposal, message.history, message.waiter)
         if self.selection.refresh(message.proposal):
             self.refresh_bindings()
 

@@ -8,7 +8,7 @@ from typing import Any
 from textual.message import Message
 
 from screens.decisions import Decision
-from supervisor.ledger.models import AuditRecord, Blob, Proposal, TraceEvent
+from supervisor.ledger.models import AuditRecord, Blob, Proposal, ProposalWaiter, TraceEvent
 from supervisor.services.approvals import InboxChange
 from supervisor.services.processes import ProcessRow
 
@@ -40,11 +40,12 @@ class ProcessesRefreshed(Message):
 
 @dataclass
 class ProposalDetailLoaded(Message):
-    """A proposal's current state, decision history and tool schema were read."""
+    """A proposal's current state, decision history, tool schema and waiting process were read."""
 
     proposal: Proposal
     history: list[AuditRecord]
     schema: dict[str, Any] | None
+    waiter: ProposalWaiter | None = None
 
 
 @dataclass

@@ -254,6 +254,7 @@ class ApprovalGate:
                 ttl_seconds=self.approval_timeout,
             )
             self.pending.add(proposal.proposal_id)
+            self.ledger.record_waiters(self.worker_id, [proposal.proposal_id])
             return proposal
 
         return await asyncio.to_thread(file)

@@ -45,6 +45,7 @@ from sandboxes.browser.config import (
 )
 from sandboxes.browser.policy import BrowserPolicy
 from sandboxes.browser.sensitive import hide_encoded_values
+from supervisor.ledger.lease_time import renew_every
 from supervisor.ledger.models import ProcessRecord
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.redact import KnownSecrets
@@ -91,7 +92,7 @@ class _Heartbeat:
         self._thread.join(timeout=5)
 
     def _beat(self) -> None:
-        while not self._stop.wait(HEARTBEAT_SECONDS):
+        while not self._stop.wait(renew_every(self._ledger.lease_seconds, HEARTBEAT_SECONDS)):
             try:
                 self._ledger.heartbeat(self._process_id)
             except Exception:  # a missed beat is not fatal; the next one retries

@@ -96,7 +96,5 @@ def _ledger(url: str) -> list[Check]:
                       "Run doctor where the ledger is writable.", required=False)]  # fmt: skip
     finally:
         provider.close()
-    stale = (
-        f"marked {len(lost)} lost (heartbeat stopped)" if lost else "none with a stopped heartbeat"
-    )
+    stale = f"marked {len(lost)} lost (lease ran out)" if lost else "none whose lease ran out"
     return [Check("ledger", True, shown), Check("stale processes", True, stale, required=False)]

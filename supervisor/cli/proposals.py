@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from supervisor.cli.output import echo_json, echo_line
-from supervisor.ledger.models import APPROVER_ID_MAX, Proposal, ProposalStatus
+from supervisor.ledger.models import APPROVER_ID_MAX, Proposal, ProposalStatus, ProposalWaiter
 from supervisor.ledger.service import ApprovalLedger
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -68,10 +68,21 @@ def open_ledger(
         yield provider.ledger
 
 
-def proposal_json(proposal: Proposal) -> dict[str, Any]:
-    """A proposal as JSON data."""
+def proposal_json(proposal: Proposal, waiter: ProposalWaiter | None = None) -> dict[str, Any]:
+    """A proposal as JSON data, with its waiting process and whether it is orphaned.
+
+    ``orphaned`` is true for a pending or approved proposal whose waiting process is gone (it
+    exited or its lease ran out); ``waiter`` is ``null`` when no process was recorded.
+    """
     data: dict[str, Any] = proposal.model_dump(mode="json")
+    data["waiter"] = waiter.summary() if waiter is not None else None
+    data["orphaned"] = is_orphaned(proposal, waiter)
     return data
+
+
+def is_orphaned(proposal: Proposal, waiter: ProposalWaiter | None) -> bool:
+    """A pending or approved proposal whose recorded waiting process is gone."""
+    return waiter is not None and waiter.orphans(proposal)
 
 
 def _age(moment: datetime) -> str:
@@ -152,18 +163,21 @@ def list_proposals(
             domain=domain,
             limit=limit,
         )
+        waiters = ledger.waiters(proposal.proposal_id for proposal in page.items)
     if as_json:
-        items = [proposal_json(proposal) for proposal in page.items]
+        items = [proposal_json(p, waiters.get(p.proposal_id)) for p in page.items]
         echo_json({"items": items, "next_cursor": page.next_cursor})
         return
     if not page.items:
         click.echo("No proposals.")
         return
     for proposal in page.items:
+        orphaned = is_orphaned(proposal, waiters.get(proposal.proposal_id))
         echo_line(
             f"{proposal.proposal_id}  {proposal.status.value:<10} {proposal.tool_name:<20} "
             f"{proposal.owner or '-':<14} {proposal.thread_id or '-':<10} "
             f"{','.join(proposal.domains) or '-':<10} {_age(proposal.expires_at)}"
+            + ("  orphaned" if orphaned else "")
         )
 
 
@@ -176,8 +190,9 @@ def show_proposal(proposal_id: str, as_json: bool, db_url: str | None) -> None:
     with open_ledger(db_url, read_only=True) as ledger:
         proposal = ledger.get(proposal_id)
         history = _history(ledger, proposal_id)
+        waiter = ledger.waiters([proposal_id]).get(proposal_id)
     if as_json:
-        body = proposal_json(proposal)
+        body = proposal_json(proposal, waiter)
         body["history"] = [record.model_dump(mode="json") for record in history]
         echo_json(body)
         return
@@ -196,6 +211,9 @@ def show_proposal(proposal_id: str, as_json: bool, db_url: str | None) -> None:
         f"created     {proposal.created_at.isoformat()}",
         f"expires     {proposal.expires_at.isoformat()}",
     ]
+    if waiter is not None:
+        label = "orphaned   " if is_orphaned(proposal, waiter) else "waiter     "
+        rows.append(f"{label} {waiter.describe()}")
     if proposal.approver_id:
         rows.append(f"approver    {proposal.approver_id}")
     if proposal.decision_reason:

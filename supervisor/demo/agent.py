@@ -22,6 +22,7 @@ from supervisor.demo.tools import (
     inventory_lookup,
     replica_inventory_lookup,
 )
+from supervisor.ledger.lease_time import renew_every
 from supervisor.ledger.models import ProcessRecord
 from supervisor.runtime.builder import MemAgentBuilder
 from supervisor.runtime.policies import ToolResultPolicy
@@ -31,7 +32,7 @@ HEARTBEAT_SECONDS = 2.0
 
 
 def _heartbeat(provider: SQLModelProvider, process_id: str, stop: threading.Event) -> None:
-    while not stop.wait(HEARTBEAT_SECONDS):
+    while not stop.wait(renew_every(provider.ledger.lease_seconds, HEARTBEAT_SECONDS)):
         provider.ledger.heartbeat(process_id)
 
 
@@ -71,6 +72,7 @@ def main(scenario: str) -> int:
     result = agent.run(query, thread_id=f"demo-{scenario}-{uuid.uuid4().hex[:8]}")
     print(f"[{scenario}] {result.status}", flush=True)
     exit_code = 0
+    provider.ledger.record_waiters(process_id, [p.proposal_id for p in result.proposals])
     for proposal in result.proposals:
         provider.ledger.heartbeat(process_id, status="waiting_for_approval")
         print(f"[{scenario}] waiting for a decision on {proposal.proposal_id}", flush=True)

@@ -23,6 +23,7 @@ from supervisor.ledger.errors import (
     ProposalNotFound,
 )
 from supervisor.ledger.identity import EnvironmentIdentity
+from supervisor.ledger.lease_time import lease_seconds_from_env
 from supervisor.ledger.models import ApproverContext, Execution, Proposal, ProposalStatus, Via
 from supervisor.ledger.policy import (
     NO_POLICY,
@@ -62,6 +63,8 @@ class LedgerBase:
             policy for every process; a ledger with none stores this one (audited, as applied
             by this process's OS identity). ``None`` uses the stored policy.
         default_ttl_seconds: Expiry of proposals proposed without an explicit TTL.
+        lease_seconds: How long the leases this process holds (its process lease, turn
+            leases) last without renewal; default ``SUPERVISOR_LEASE_SECONDS``, else 60 s.
 
     Raises:
         PolicyMismatch: ``policy`` differs from the policy the ledger enforces (nothing is
@@ -75,6 +78,7 @@ class LedgerBase:
         *,
         policy: ApprovalPolicy | None = None,
         default_ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        lease_seconds: float | None = None,
     ) -> None:
         if isinstance(engine_or_repository, Repository):
             self.repository = engine_or_repository
@@ -83,6 +87,9 @@ class LedgerBase:
             self.repository = Repository(engine_or_repository)
         self.clock: Clock = clock or SystemClock()
         self.default_ttl_seconds = default_ttl_seconds
+        self.lease_seconds = (
+            lease_seconds if lease_seconds is not None else lease_seconds_from_env()
+        )
         self._parsed_policy: tuple[PolicyInForce, ApprovalPolicy] | None = None
         if policy is not None:
             self._bind_policy(policy)

@@ -525,3 +525,22 @@ class LedgerValueRejected(LedgerError, ValueError):
             hint=hint or "Shorten the value (ids and labels hold at most 200 characters).",
             **details,
         )
+
+
+class LeaseHeld(LedgerError):
+    """Another live holder has the lease on this resource (until its deadline)."""
+
+    code = "lease_held"
+
+    def __init__(self, resource: str, *, holder: str, until: datetime) -> None:
+        self.resource = resource
+        self.holder = holder
+        self.until = until
+        super().__init__(
+            f"{resource} is held by {holder} until {until.isoformat()}.",
+            hint="Wait for it to finish; if the holder died, its lease is taken over after "
+            "that deadline.",
+            resource=resource,
+            holder=holder,
+            until=until.isoformat(),
+        )

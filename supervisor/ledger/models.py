@@ -312,7 +312,12 @@ LOST_AFTER_SECONDS = PROCESS_HEARTBEAT_SECONDS * LOST_AFTER_HEARTBEATS
 
 
 class ProcessRecord(_Frozen):
-    """A supervised process (agent run, browser worker, sandbox run)."""
+    """A supervised process (agent run, browser worker, sandbox run).
+
+    ``lease_expires_at`` is the deadline of the process's lease: each heartbeat of a live
+    process moves it to the heartbeat plus the process's lease length, a final status releases
+    it (``None``). A live process past its deadline is ``lost``, since ``lost_at``.
+    """
 
     process_id: str
     kind: str
@@ -323,6 +328,92 @@ class ProcessRecord(_Frozen):
     started_at: datetime
     heartbeat_at: datetime
     exit_code: int | None = None
+    lease_expires_at: datetime | None = None
+    lost_at: datetime | None = None
+
+    def alive_at(self, now: datetime) -> bool:
+        """True while the process is live and its lease (or, without one, heartbeat) holds."""
+        if self.status not in LIVE_PROCESS_STATUSES:
+            return False
+        if self.lease_expires_at is not None:
+            return self.lease_expires_at >= now
+        return (now - self.heartbeat_at).total_seconds() <= LOST_AFTER_SECONDS
+
+
+class Lease(_Frozen):
+    """A named resource held by one holder until ``expires_at``.
+
+    ``taken_over_from`` names the previous holder when this acquisition took an expired lease.
+    """
+
+    resource: str
+    holder: str
+    acquired_at: datetime
+    expires_at: datetime
+    taken_over_from: str | None = None
+
+
+#: Statuses in which a proposal still needs the process waiting on it.
+WAITED_STATUSES = frozenset({ProposalStatus.PENDING, ProposalStatus.APPROVED})
+
+
+class ProposalWaiter(_Frozen):
+    """Which process waits on a proposal, and whether it is still alive.
+
+    ``process`` is ``None`` when the waiter's process row is gone (purged); ``alive`` is the
+    answer to "can the process that waits on this proposal still act on it?".
+    """
+
+    proposal_id: str
+    process_id: str
+    since: datetime
+    process: ProcessRecord | None = None
+    alive: bool
+
+    @property
+    def gone_since(self) -> datetime | None:
+        """When the waiter stopped: lost at its lease deadline, or its last heartbeat."""
+        if self.alive or self.process is None:
+            return None
+        return self.process.lost_at or self.process.lease_expires_at or self.process.heartbeat_at
+
+    @property
+    def process_state(self) -> str | None:
+        """The waiter's process status, ``lost`` once its lease ran out even if not yet marked."""
+        if self.process is None:
+            return None
+        if not self.alive and self.process.status in LIVE_PROCESS_STATUSES:
+            return "lost"
+        return self.process.status
+
+    def orphans(self, proposal: Proposal) -> bool:
+        """True when ``proposal`` still needs this waiter (pending or approved) and it is gone."""
+        return not self.alive and proposal.status in WAITED_STATUSES
+
+    def summary(self) -> dict[str, Any]:
+        """JSON data for the CLI and the MCP view: who waits, alive or gone since when."""
+        process = self.process
+        gone = self.gone_since
+        return {
+            "process_id": self.process_id,
+            "since": self.since.isoformat(),
+            "alive": self.alive,
+            "process_status": self.process_state,
+            "pid": process.pid if process is not None else None,
+            "host": process.host if process is not None else None,
+            "gone_since": gone.isoformat() if gone is not None else None,
+        }
+
+    def describe(self) -> str:
+        """One line: ``process run-1 (pid 42@host) alive`` or ``... gone (lost) since T``."""
+        process = self.process
+        where = f" (pid {process.pid}@{process.host})" if process and process.pid else ""
+        if self.alive:
+            return f"process {self.process_id}{where} alive"
+        status = self.process_state or "no longer recorded"
+        gone = self.gone_since
+        when = f" since {gone.isoformat(timespec='seconds')}" if gone is not None else ""
+        return f"process {self.process_id}{where} gone ({status}){when}"
 
 
 class PurgeReport(_Frozen):

@@ -1,5 +1,5 @@
 """Ledger services for what is registered: tools, saved agents and supervised processes
-(with the heartbeat deadline that marks a silent one ``lost``)."""
+(with the lease, renewed by the heartbeat, whose deadline marks a silent one ``lost``)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,17 @@ class RegistryServiceMixin(LedgerBase):
             return tx.agent(agent_id)
 
     def upsert_process(self, process: ProcessRecord) -> ProcessRecord:
-        """Record a supervised process (insert or replace by id)."""
+        """Record a supervised process (insert or replace by id).
+
+        A live process holds a lease until its heartbeat plus :attr:`lease_seconds` (unless the
+        record names its own deadline); a final status releases it.
+        """
+        if process.status in LIVE_PROCESS_STATUSES:
+            if process.lease_expires_at is None:
+                deadline = process.heartbeat_at + timedelta(seconds=self.lease_seconds)
+                process = process.model_copy(update={"lease_expires_at": deadline})
+        elif process.lease_expires_at is not None:
+            process = process.model_copy(update={"lease_expires_at": None})
         with self.repository.write() as tx:
             tx.upsert_process(process)
         return process
@@ -58,17 +68,28 @@ class RegistryServiceMixin(LedgerBase):
     def heartbeat(
         self, process_id: str, *, status: str | None = None, exit_code: int | None = None
     ) -> ProcessRecord | None:
-        """Refresh a process's heartbeat (optionally its status and exit code)."""
+        """Refresh a process's heartbeat and lease (optionally its status and exit code).
+
+        A final status (anything but running / waiting for approval) releases the lease at
+        once, so whoever waits on the process's proposals sees it gone without a deadline.
+        """
+        now = self._now()
+        lease_until = now + timedelta(seconds=self.lease_seconds)
         with self.repository.write() as tx:
-            return tx.touch_process(process_id, self._now(), status, exit_code)
+            return tx.touch_process(
+                process_id, now, status, exit_code,
+                live_statuses=LIVE_PROCESS_STATUSES, lease_until=lease_until,
+            )  # fmt: skip
 
     def mark_lost_processes(self, now: datetime | None = None) -> list[ProcessRecord]:
-        """Mark live processes whose heartbeat is past its deadline as ``lost``.
+        """Mark live processes whose lease is past its deadline as ``lost``.
 
         A process that dies without saying so (SIGKILL, a host crash) leaves its row live
-        forever; its heartbeat stopping is the only sign. A row still ``running`` (or waiting
-        for approval) whose heartbeat is older than :data:`LOST_AFTER_SECONDS` becomes ``lost``.
-        Later heartbeats do not revive it; a final status written by the process still lands.
+        forever; its lease running out is the only sign. A row still ``running`` (or waiting
+        for approval) whose lease deadline has passed becomes ``lost`` since that deadline; a
+        row without a lease (written by an older version) is lost when its heartbeat is older
+        than :data:`LOST_AFTER_SECONDS`. Later heartbeats do not revive it; a final status
+        written by the process still lands.
 
         Args:
             now: The current time (default: the ledger's clock).
@@ -76,13 +97,19 @@ class RegistryServiceMixin(LedgerBase):
         Returns:
             The rows marked now.
         """
-        stale_before = (now or self._now()) - timedelta(seconds=LOST_AFTER_SECONDS)
+        now = now or self._now()
+        stale_before = now - timedelta(seconds=LOST_AFTER_SECONDS)
         with self.repository.read() as tx:  # the common case writes nothing, takes no lock
-            stale = tx.stale_processes(LIVE_PROCESS_STATUSES, stale_before)
+            stale = tx.stale_processes(LIVE_PROCESS_STATUSES, now, stale_before)
         if not stale:
             return []
+        lost_at = {
+            process.process_id: process.lease_expires_at
+            or process.heartbeat_at + timedelta(seconds=LOST_AFTER_SECONDS)
+            for process in stale
+        }
         with self.repository.write() as tx:
-            return tx.mark_lost_processes(stale, LIVE_PROCESS_STATUSES, stale_before)
+            return tx.mark_lost_processes(lost_at, LIVE_PROCESS_STATUSES, now, stale_before)
 
     def list_processes(self, status: str | None = None) -> list[ProcessRecord]:
         """Supervised processes, newest first."""

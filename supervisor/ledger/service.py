@@ -23,6 +23,7 @@ from supervisor.ledger.errors import ApprovalExpired, LedgerError
 from supervisor.ledger.execution import ExecutionMixin
 from supervisor.ledger.feed import FeedMixin
 from supervisor.ledger.identity import EnvironmentIdentity
+from supervisor.ledger.leases import LeaseServiceMixin
 from supervisor.ledger.models import (
     ApproverContext,
     Proposal,
@@ -63,6 +64,7 @@ class ApprovalLedger(
     FeedMixin,
     RunsServiceMixin,
     RegistryServiceMixin,
+    LeaseServiceMixin,
     PolicyMixin,
     LedgerBase,
 ):

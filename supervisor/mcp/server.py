@@ -23,7 +23,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 
 from supervisor.analysis.analyzer import analyze, parse_since
-from supervisor.ledger.models import Proposal, ProposalStatus, TraceEvent
+from supervisor.ledger.models import Proposal, ProposalStatus, ProposalWaiter, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.outcomes import EVIDENCE_KEYS
 from supervisor.redact import REDACTED, redact
@@ -79,10 +79,14 @@ def shape_value(value: Any) -> Any:
     return "<null>" if value is None else f"<{type(value).__name__}>"
 
 
-def proposal_view(proposal: Proposal, *, show_values: bool = False) -> dict[str, Any]:
+def proposal_view(
+    proposal: Proposal, *, show_values: bool = False, waiter: ProposalWaiter | None = None
+) -> dict[str, Any]:
     """What the MCP server shows of a proposal: no approver context, and arguments as keys
-    and sizes (or, with ``show_values``, values after best-effort redaction)."""
+    and sizes (or, with ``show_values``, values after best-effort redaction). ``orphaned``
+    says the process waiting on it is gone; ``waiter`` names that process (no pid or host)."""
     view = redact_value if show_values else shape_value
+    summary = waiter.summary() if waiter is not None else None
     return {
         "proposal_id": proposal.proposal_id,
         "tool_name": proposal.tool_name,
@@ -99,6 +103,10 @@ def proposal_view(proposal: Proposal, *, show_values: bool = False) -> dict[str,
         "status": proposal.status.value,
         "created_at": proposal.created_at.isoformat(),
         "expires_at": proposal.expires_at.isoformat(),
+        "orphaned": waiter is not None and waiter.orphans(proposal),
+        "waiter": None
+        if summary is None
+        else {key: summary[key] for key in ("process_id", "alive", "process_status", "gone_since")},
     }
 
 
@@ -161,7 +169,11 @@ def build_server(ledger: ApprovalLedger, *, show_values: bool = False) -> MCPSer
             status=ProposalStatus.PENDING, owner=agent_id, tool_name=tool_name,
             limit=max(1, min(limit, 500)),
         )  # fmt: skip
-        items = [proposal_view(proposal, show_values=show_values) for proposal in page.items]
+        waiters = ledger.waiters(proposal.proposal_id for proposal in page.items)
+        items = [
+            proposal_view(p, show_values=show_values, waiter=waiters.get(p.proposal_id))
+            for p in page.items
+        ]
         return {"proposals": items, "count": len(items), "more": page.next_cursor is not None}
 
     @server.tool(annotations=_READ_ONLY)

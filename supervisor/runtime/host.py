@@ -23,6 +23,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from supervisor.errors import SupervisorError
+from supervisor.ledger.lease_time import renew_every
 from supervisor.ledger.models import ProcessRecord
 from supervisor.runtime.agent import MemAgent
 from supervisor.runtime.builder import MemAgentBuilder
@@ -132,8 +133,13 @@ class SupervisedProcess:
         self.ledger.heartbeat(self.process_id, status=status, exit_code=exit_code)
 
     @contextmanager
-    def heartbeats(self, every: float = HEARTBEAT_SECONDS) -> Iterator[None]:
-        """Refresh the heartbeat every ``every`` seconds while the block runs."""
+    def heartbeats(self, every: float | None = None) -> Iterator[None]:
+        """Refresh the heartbeat (and so the lease) while the block runs.
+
+        Every ``every`` seconds; by default every ``HEARTBEAT_SECONDS``, or a third of the
+        ledger's lease when that is shorter.
+        """
+        every = every or renew_every(self.ledger.lease_seconds, HEARTBEAT_SECONDS)
         stop = threading.Event()
 
         def beat() -> None:
@@ -201,6 +207,7 @@ def drive(
     echo(f"[run] {result.status} (thread {result.thread_id})")
     while result.status == "awaiting_approval":
         continued: RunResult | None = None
+        process.ledger.record_waiters(process.process_id, [p.proposal_id for p in result.proposals])
         for proposal in result.proposals:
             process.set_status("waiting_for_approval")
             echo(f"[run] waiting for a decision on {proposal.proposal_id} ({proposal.tool_name})")

@@ -61,6 +61,8 @@ class ApprovalResumeResult(BaseModel):
         ok: True when the call ran with a usable outcome.
         error_code: Why nothing ran (``approval_pending``, ``already_consumed``, ``denied``...).
         run: The continued run, when ``continue_model=True``.
+        turn_holder: Who held the paused turn when this resume left its continuation to
+            them (see ``supervisor.runtime.turn_lease``).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -73,6 +75,7 @@ class ApprovalResumeResult(BaseModel):
     ok: bool = False
     error_code: str | None = None
     run: RunResult | None = None
+    turn_holder: str | None = None
 
 
 def refusal(code: str, message: str) -> str:

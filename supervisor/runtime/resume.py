@@ -27,6 +27,7 @@ from supervisor.runtime.pointers import pointer_scope
 from supervisor.runtime.results import ApprovalResumeResult, refusal
 from supervisor.runtime.state import PendingCall, RunState, load_state
 from supervisor.runtime.trace import RunTracer
+from supervisor.runtime.turn_lease import turn_lease
 from supervisor.tools.errors import ToolCallError
 
 if TYPE_CHECKING:
@@ -235,13 +236,24 @@ def _resume_checkpoint(
             tool_result=None if stored is None else _parse(stored),
         )  # fmt: skip
     if continue_model and result.error_code not in ("approval_pending", "already_consumed"):
-        messages = _continued_messages(context, checkpoint, state)
-        if messages is not None:
-            if result.outcome is not None:
-                state.outcomes.append(result.outcome)
-            run = TurnEngine(context).run_loop(messages, state, tracer)
-            return result.model_copy(update={"run": run, "assistant_response": run.output})
+        with turn_lease(
+            ledger, checkpoint.checkpoint_id, moved_on=lambda: _moved_on(context, checkpoint)
+        ) as turn:
+            if turn.lease is None:  # another process runs (or ran) this turn
+                return result.model_copy(update={"turn_holder": turn.holder})
+            messages = _continued_messages(context, checkpoint, state)
+            if messages is not None:
+                if result.outcome is not None:
+                    state.outcomes.append(result.outcome)
+                run = TurnEngine(context).run_loop(messages, state, tracer)
+                return result.model_copy(update={"run": run, "assistant_response": run.output})
     return result
+
+
+def _moved_on(context: RuntimeContext, checkpoint: Checkpoint) -> bool:
+    """True once the thread has a newer checkpoint than ``checkpoint`` (its turn went on)."""
+    latest = context.ledger.latest_checkpoint(context.agent_id, checkpoint.thread_id)
+    return latest is None or latest.checkpoint_id != checkpoint.checkpoint_id
 
 
 def _parse(text: str) -> Any:
@@ -269,8 +281,7 @@ def _continued_messages(
     context: RuntimeContext, checkpoint: Checkpoint, state: RunState
 ) -> list[dict[str, Any]] | None:
     """The history with every call of the paused turn answered, or None if one is undecided."""
-    latest = context.ledger.latest_checkpoint(context.agent_id, checkpoint.thread_id)
-    if latest is None or latest.checkpoint_id != checkpoint.checkpoint_id:
+    if _moved_on(context, checkpoint):
         return None  # the thread already moved on (another process continued it)
     try:
         proposals = [

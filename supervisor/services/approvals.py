@@ -10,12 +10,13 @@ batch approve and edit need a :class:`RenderedGuard` (see ``supervisor.services.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from supervisor.ledger.errors import LedgerError, ProposalNotFound
-from supervisor.ledger.models import AuditRecord, Proposal, ProposalStatus
+from supervisor.ledger.models import AuditRecord, Proposal, ProposalStatus, ProposalWaiter
 from supervisor.ledger.policy import diff_arguments
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.services.guard import RenderedGuard, RenderGuardMissing
@@ -26,6 +27,9 @@ from supervisor.services.settings import SupervisorSettings
 
 DECISION_ACTIONS = frozenset({"approve", "reject", "cancel", "revoke", "edit", "expire"})
 _PAGE = 1000
+#: How often the feed thread re-checks which pending proposals lost their waiting process
+#: (a death writes nothing to the feed: only a lease running out tells).
+ORPHAN_CHECK_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -37,12 +41,15 @@ class InboxChange:
         removed: Ids that left the pending set (decided, expired, purged).
         decisions: Decision records seen on the feed (anyone's, including ours).
         loaded: True once the initial pending set is complete.
+        orphaned: The pending proposals whose waiting process is gone, when that set changed
+            (``None``: unchanged).
     """
 
     upserted: tuple[Proposal, ...] = ()
     removed: tuple[str, ...] = ()
     decisions: tuple[AuditRecord, ...] = ()
     loaded: bool = True
+    orphaned: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,7 @@ class ApprovalsService:
         self._loaded_head = 0
         self._applied_through = 0
         self._loaded = False
+        self._orphans: dict[str, ProposalWaiter] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -127,8 +135,12 @@ class ApprovalsService:
         try:
             if not self._loaded:
                 self.load()
+            checked = 0.0
             while not self._stop.is_set():
                 self.poll(self.settings.poll_timeout)
+                if time.monotonic() - checked >= ORPHAN_CHECK_SECONDS:
+                    checked = time.monotonic()
+                    self.refresh_orphans()
         except LedgerError:
             # The ledger went away (closed or unreachable); the UI keeps its last state.
             return
@@ -216,6 +228,32 @@ class ApprovalsService:
         if upserted or removed or decisions:
             self._publish(change)
         return change
+
+    def refresh_orphans(self) -> InboxChange | None:
+        """Re-check which pending proposals lost their waiting process; publish a change.
+
+        Returns:
+            The change published when the orphaned set changed, else ``None``.
+        """
+        orphans = self.ledger.orphans(self.pending())
+        with self._lock:
+            changed = set(orphans) ^ set(self._orphans)
+            self._orphans = orphans
+            flipped = tuple(self._pending[pid] for pid in changed if pid in self._pending)
+        if not changed:
+            return None
+        change = InboxChange(upserted=flipped, loaded=self._loaded, orphaned=frozenset(orphans))
+        self._publish(change)
+        return change
+
+    def orphans(self) -> dict[str, ProposalWaiter]:
+        """Pending proposals whose waiting process is gone, as of the last check."""
+        with self._lock:
+            return dict(self._orphans)
+
+    def waiter(self, proposal_id: str) -> ProposalWaiter | None:
+        """The process recorded as waiting on ``proposal_id`` and whether it is alive now."""
+        return self.ledger.waiters([proposal_id]).get(proposal_id)
 
     @property
     def loaded(self) -> bool:

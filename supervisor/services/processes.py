@@ -1,23 +1,25 @@
 """Agents and supervised processes as one list of rows with state and heartbeat age.
 
 Rows come from the ledger's process table (agent runs, browser workers, sandbox runs) and from
-agents seen in the ledger. Each refresh first marks live rows whose heartbeat stopped as
-``lost`` (``ApprovalLedger.mark_lost_processes``), so a killed process does not show as running
-forever. Agents: owners of pending proposals are "waiting for approval", owners of
-proposals that need reconciliation are flagged, and agents seen in the live trace are "running"
-or "idle" by their last event.
+agents seen in the ledger. Each refresh first marks live rows whose lease ran out as ``lost``
+(``ApprovalLedger.mark_lost_processes``), so a killed process does not show as running forever;
+a lost row says since when (``lost since 13:45:02``), and a row whose lease ran out on a ledger
+this supervisor cannot write shows the same. Agents: owners of pending proposals are "waiting
+for approval" (or "orphaned" when every process waiting on them is gone), owners of proposals
+that need reconciliation are flagged, and agents seen in the live trace are "running" until
+their run's last event says it completed, failed or paused.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass
 from datetime import datetime
 
 from supervisor.ledger.errors import LedgerError
-from supervisor.ledger.models import Proposal, ProposalStatus, TraceEvent
+from supervisor.ledger.models import ProcessRecord, Proposal, ProposalStatus, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.services.listeners import Listeners
 from supervisor.services.settings import SupervisorSettings
@@ -37,6 +39,7 @@ class ProcessRow:
     pid: int | None = None
     host: str = ""
     exit_code: int | None = None
+    lost_at: datetime | None = None
 
     def heartbeat_age(self, now: datetime) -> float | None:
         """Seconds since the last heartbeat (``None`` when unknown)."""
@@ -48,10 +51,32 @@ class ProcessRow:
 ProcessListener = Callable[[list[ProcessRow]], None]
 
 
+#: ``run`` trace outcomes after which an agent is no longer running a turn.
+_RUN_ENDED = {"awaiting_approval": "waiting for approval"}
+
+
+def lost_state(since: datetime) -> str:
+    """``lost since 13:45:02`` (local time of the lease deadline that passed)."""
+    return f"lost since {since.astimezone():%H:%M:%S}"
+
+
+def process_state(process: ProcessRecord, now: datetime) -> tuple[str, datetime | None]:
+    """The state shown for a process row and, for a lost one, since when."""
+    if process.exit_code is not None:
+        return f"exited {process.exit_code}", None
+    if process.status == "lost":
+        since = process.lost_at or process.heartbeat_at
+        return lost_state(since), since
+    if process.lease_expires_at is not None and not process.alive_at(now):
+        return lost_state(process.lease_expires_at), process.lease_expires_at
+    return process.status, None
+
+
 def agent_rows(
     pending: Iterable[Proposal],
     reconciling: Iterable[Proposal],
     trace: Iterable[TraceEvent],
+    orphaned: Set[str] = frozenset(),
 ) -> list[ProcessRow]:
     """Rows for agents seen in the ledger (see the module docstring for the states)."""
     last_event: dict[str, TraceEvent] = {}
@@ -60,11 +85,20 @@ def agent_rows(
             last_event[event.agent_id] = event
     states: dict[str, tuple[str, datetime | None]] = {}
     for agent_id, event in last_event.items():
-        finished = event.kind == "run" and event.payload.get("phase") in ("end", "finished")
-        states[agent_id] = ("idle" if finished else "running", event.at)
+        state = "running"
+        if event.kind == "run" and event.payload.get("phase") in ("end", "finished"):
+            state = "idle"
+        elif event.kind == "run" and event.outcome_status not in (None, "started"):
+            state = _RUN_ENDED.get(event.outcome_status, "idle")
+        states[agent_id] = (state, event.at)
+    waiting: dict[str, list[Proposal]] = {}
     for proposal in pending:
         if proposal.owner:
-            states[proposal.owner] = ("waiting for approval", proposal.updated_at)
+            waiting.setdefault(proposal.owner, []).append(proposal)
+    for owner, proposals in waiting.items():
+        gone = all(proposal.proposal_id in orphaned for proposal in proposals)
+        state = "orphaned (waiting process gone)" if gone else "waiting for approval"
+        states[owner] = (state, max(proposal.updated_at for proposal in proposals))
     for proposal in reconciling:
         if proposal.owner:
             states[proposal.owner] = ("needs reconciliation", proposal.updated_at)
@@ -121,25 +155,27 @@ class ProcessesService:
         """Mark stale processes lost, re-read processes and agents, publish and return the rows."""
         with contextlib.suppress(LedgerError):  # a read-only ledger is still listed
             self.ledger.mark_lost_processes()
-        rows = [
-            ProcessRow(
-                key=f"process:{process.process_id}",
-                name=process.command or process.process_id,
-                kind=process.kind,
-                state=(
-                    f"exited {process.exit_code}"
-                    if process.exit_code is not None
-                    else process.status
-                ),
-                heartbeat_at=process.heartbeat_at,
-                pid=process.pid,
-                host=process.host,
-                exit_code=process.exit_code,
+        now = self.settings.now()
+        rows: list[ProcessRow] = []
+        for process in self.ledger.list_processes():
+            state, lost_at = process_state(process, now)
+            rows.append(
+                ProcessRow(
+                    key=f"process:{process.process_id}",
+                    name=process.command or process.process_id,
+                    kind=process.kind,
+                    state=state,
+                    heartbeat_at=process.heartbeat_at,
+                    pid=process.pid,
+                    host=process.host,
+                    exit_code=process.exit_code,
+                    lost_at=lost_at,
+                )
             )
-            for process in self.ledger.list_processes()
-        ]
         reconciling = self.ledger.list(status=ProposalStatus.NEEDS_RECONCILIATION, limit=200).items
-        rows.extend(agent_rows(self._pending(), reconciling, self._trace()))
+        pending = self._pending()
+        orphaned = set(self.ledger.orphans(pending))
+        rows.extend(agent_rows(pending, reconciling, self._trace(), orphaned))
         with self._lock:
             self._rows = rows
         self._listeners.publish(rows)

@@ -353,6 +353,8 @@ def process_from_row(row: ProcessRow) -> ProcessRecord:
         started_at=row.started_at,
         heartbeat_at=row.heartbeat_at,
         exit_code=row.exit_code,
+        lease_expires_at=row.lease_expires_at,
+        lost_at=row.lost_at,
     )
 
 
@@ -368,6 +370,8 @@ def process_to_values(process: ProcessRecord) -> dict[str, Any]:
         "started_at": process.started_at,
         "heartbeat_at": process.heartbeat_at,
         "exit_code": process.exit_code,
+        "lease_expires_at": process.lease_expires_at,
+        "lost_at": process.lost_at,
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import Session, SQLModel, col, select
@@ -68,9 +69,20 @@ class RegistryMixin:
         self.session.add(row.sqlmodel_update(values) if row else ProcessRow(**values))
 
     def touch_process(
-        self, process_id: str, at: datetime, status: str | None, exit_code: int | None
+        self,
+        process_id: str,
+        at: datetime,
+        status: str | None,
+        exit_code: int | None,
+        *,
+        live_statuses: Sequence[str],
+        lease_until: datetime,
     ) -> ProcessRecord | None:
-        """Record a heartbeat (and optionally a new status / exit code)."""
+        """Record a heartbeat (and optionally a new status / exit code).
+
+        A row left live renews its lease to ``lease_until``; a row given a final status
+        releases it. A ``lost`` row stays lost (a late heartbeat does not revive it).
+        """
         row = self.session.get(ProcessRow, process_id)
         if row is None:
             return None
@@ -79,35 +91,53 @@ class RegistryMixin:
             row.status = status
         if exit_code is not None:
             row.exit_code = exit_code
+        row.lease_expires_at = lease_until if row.status in live_statuses else None
+        if row.status == "lost" and row.lost_at is None:  # declared lost by a supervisor
+            row.lost_at = at
         self.session.add(row)
         self.session.flush()
         return process_from_row(row)
 
-    def stale_processes(self, live_statuses: Sequence[str], stale_before: datetime) -> list[str]:
-        """Ids of live rows whose heartbeat is older than ``stale_before``."""
-        query = select(ProcessRow.id).where(
-            col(ProcessRow.status).in_(list(live_statuses)),
-            col(ProcessRow.heartbeat_at) < stale_before,
+    @staticmethod
+    def _stale(live_statuses: Sequence[str], now: datetime, stale_before: datetime) -> Any:
+        """Live rows past their lease deadline (or, without a lease, heartbeat deadline)."""
+        table = _PROCESS
+        return sa.and_(
+            table.c.status.in_(list(live_statuses)),
+            sa.or_(
+                sa.and_(table.c.lease_expires_at.is_not(None), table.c.lease_expires_at < now),
+                sa.and_(table.c.lease_expires_at.is_(None), table.c.heartbeat_at < stale_before),
+            ),
         )
-        return list(self.session.exec(query).all())
+
+    def stale_processes(
+        self, live_statuses: Sequence[str], now: datetime, stale_before: datetime
+    ) -> list[ProcessRecord]:
+        """Live rows whose lease (or heartbeat, for rows without one) is past its deadline."""
+        query = select(ProcessRow).where(self._stale(live_statuses, now, stale_before))
+        return [process_from_row(row) for row in self.session.exec(query).all()]
 
     def mark_lost_processes(
-        self, process_ids: Sequence[str], live_statuses: Sequence[str], stale_before: datetime
+        self,
+        lost_at: dict[str, datetime],
+        live_statuses: Sequence[str],
+        now: datetime,
+        stale_before: datetime,
     ) -> list[ProcessRecord]:
-        """Set ``lost`` on those rows that are still live and stale.
+        """Set ``lost`` (since ``lost_at[id]``) on those rows that are still live and stale.
 
         Each row changes by one conditional UPDATE, so a heartbeat or final status that landed
         since the rows were read keeps its row.
         """
         table = _PROCESS
-        stale = sa.and_(
-            table.c.status.in_(list(live_statuses)), table.c.heartbeat_at < stale_before
-        )
+        stale = self._stale(live_statuses, now, stale_before)
         connection = self.session.connection()
         lost: list[ProcessRecord] = []
-        for process_id in process_ids:
+        for process_id, since in lost_at.items():
             marked = connection.execute(
-                sa.update(table).where(table.c.id == process_id, stale).values(status="lost")
+                sa.update(table)
+                .where(table.c.id == process_id, stale)
+                .values(status="lost", lost_at=since, lease_expires_at=None)
             )
             if marked.rowcount == 1:
                 row = self.session.get(ProcessRow, process_id, populate_existing=True)

@@ -41,6 +41,7 @@ from supervisor.store.convert import (
 )
 from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
+from supervisor.store.leases import LeasesMixin
 from supervisor.store.notify import CHANNEL, ChangeProbe, open_probe
 from supervisor.store.policy_versions import POLICY_IN_FORCE_COLUMNS, PolicyVersionsMixin
 from supervisor.store.registry import RegistryMixin
@@ -160,7 +161,7 @@ def _update_execution_statement(columns: tuple[str, ...], returning: bool) -> An
     return statement
 
 
-class LedgerTx(PolicyVersionsMixin, RunsMixin, RegistryMixin, SemanticCacheMixin):
+class LedgerTx(PolicyVersionsMixin, RunsMixin, RegistryMixin, LeasesMixin, SemanticCacheMixin):
     """One open transaction on the ledger; created by :class:`Repository` only."""
 
     def __init__(self, connection: sa.Connection, dialect: str) -> None:
@@ -365,6 +366,7 @@ class LedgerTx(PolicyVersionsMixin, RunsMixin, RegistryMixin, SemanticCacheMixin
         ids = list(proposal_ids)
         self._execute(sa.delete(_EXECUTION).where(_EXECUTION.c.proposal_id.in_(ids)))
         self._execute(sa.delete(_DOMAIN).where(_DOMAIN.c.proposal_id.in_(ids)))
+        self.delete_waiters(ids)
         return self._execute(sa.delete(_PROPOSAL).where(_PROPOSAL.c.id.in_(ids))).rowcount
 
     # executions --------------------------------------------------------------------------

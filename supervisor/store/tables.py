@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from supervisor.ledger.models import APPROVER_ID_MAX
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The schema version this code writes; ``ledger_meta`` stores the ledger's own."""
 
 
@@ -216,6 +216,8 @@ class ProcessRow(SQLModel, table=True):
     started_at: datetime = _ts()
     heartbeat_at: datetime = _ts()
     exit_code: int | None = None
+    lease_expires_at: datetime | None = _ts(default=None, nullable=True)
+    lost_at: datetime | None = _ts(default=None, nullable=True)
 
 
 class LedgerMetaRow(SQLModel, table=True):

@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 LEDGER_TABLES = {
     "proposal", "proposal_domain", "execution", "checkpoint", "audit", "trace_event", "blob",
     "tool_registry", "agent", "process", "ledger_meta", "semantic_cache", "result_pointer",
+    "lease", "proposal_waiter",
     "policy_version",
 }  # fmt: skip
 
@@ -124,7 +125,7 @@ def test_migrations_are_idempotent_and_match_the_tables(ledger_url: str) -> None
         assert ensure_schema(engine) == SCHEMA_VERSION
         with engine.connect() as conn:
             assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-                ("0004",)
+                ("0005",)
             ]
             assert LEDGER_TABLES <= set(sa.inspect(conn).get_table_names())
             diffs = compare_metadata(
@@ -245,7 +246,7 @@ def test_an_older_ledger_is_migrated_on_open_and_keeps_its_data(ledger_url: str)
             assert stored_schema_version(connection) == 1
         old = ApprovalLedger(Repository(engine))
         proposal = old.propose("send_email", "f" * 64, {"to": "a@b.c"}, owner="agent-1")
-        assert ensure_schema(engine) == SCHEMA_VERSION == 4
+        assert ensure_schema(engine) == SCHEMA_VERSION == 5
         with engine.connect() as connection:
             tables = sa.inspect(connection).get_table_names()
             assert {"semantic_cache", "result_pointer", "policy_version"} <= set(tables)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from supervisor.ledger import ManualClock, ProcessRecord
 from supervisor.ledger.models import LOST_AFTER_SECONDS, PROCESS_HEARTBEAT_SECONDS
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.services.processes import ProcessesService
+from supervisor.services.processes import ProcessesService, lost_state
 
 
 def add(ledger: ApprovalLedger, clock: ManualClock, process_id: str, status: str) -> None:
@@ -62,5 +62,26 @@ def test_a_process_listing_marks_stale_rows(ledger: ApprovalLedger, clock: Manua
     add(ledger, clock, "stale", "running")
     clock.advance(LOST_AFTER_SECONDS + 1)
     rows = ProcessesService(ledger).refresh()
-    assert [(row.key, row.state) for row in rows] == [("process:stale", "lost")]
+    [lost] = ledger.list_processes()
+    assert lost.lost_at is not None  # the lease deadline that passed: shown as since-when
+    assert [(row.key, row.state) for row in rows] == [("process:stale", lost_state(lost.lost_at))]
+    assert rows[0].state.startswith("lost since ")
     assert statuses(ledger) == {"stale": "lost"}
+
+
+def test_an_agent_whose_run_ended_is_not_shown_running() -> None:
+    from datetime import UTC, datetime
+
+    from supervisor.ledger.models import TraceEvent
+    from supervisor.services.processes import agent_rows
+
+    at = datetime.now(UTC)
+    trace = [
+        TraceEvent(at=at, agent_id="done", kind="run", outcome_status="started"),
+        TraceEvent(at=at, agent_id="done", kind="run", outcome_status="completed"),
+        TraceEvent(at=at, agent_id="busy", kind="run", outcome_status="started"),
+        TraceEvent(at=at, agent_id="busy", kind="model_call"),
+        TraceEvent(at=at, agent_id="failed", kind="run", outcome_status="failed"),
+    ]
+    states = {row.name: row.state for row in agent_rows([], [], trace)}
+    assert states == {"done": "idle", "busy": "running", "failed": "idle"}

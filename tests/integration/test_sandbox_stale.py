@@ -92,13 +92,14 @@ def start_run(sqlite_url: str, base_dir: Path, ledger: ApprovalLedger) -> tuple[
 
 
 def age_heartbeat(sqlite_url: str, process_id: str) -> None:
-    """Move a row's last heartbeat past the deadline, as the passing of 60 s would."""
+    """Move a row's last heartbeat and its lease deadline into the past, as the passing of
+    60 s would."""
     engine = create_ledger_engine(sqlite_url)
     table = SQLModel.metadata.tables["process"]
     old = datetime.now(UTC) - timedelta(seconds=LOST_AFTER_SECONDS + 5)
     with engine.begin() as connection:
         connection.execute(sa.update(table).where(table.c.id == process_id)
-                           .values(heartbeat_at=old))  # fmt: skip
+                           .values(heartbeat_at=old, lease_expires_at=old))  # fmt: skip
     engine.dispose()
 
 

@@ -61,3 +61,25 @@ def test_by_default_no_value_is_shown_at_all() -> None:
         "ok": "<boolean>", "tags": "<array: 2 items>", "none": "<null>",
         "to": {"iban_like": "<string: 9 chars>"},
     }  # fmt: skip
+
+
+def test_the_view_says_when_the_waiting_process_is_gone() -> None:
+    from supervisor.ledger.models import ProcessRecord, ProposalWaiter
+
+    proposal = _proposal({"to": "a@b.c"})
+    assert proposal_view(proposal)["orphaned"] is False
+    assert proposal_view(proposal)["waiter"] is None  # nobody recorded as waiting
+    process = ProcessRecord(
+        process_id="run-1", kind="agent_run", pid=42, host="build-host", status="lost",
+        started_at=NOW, heartbeat_at=NOW, lost_at=NOW + timedelta(seconds=60),
+    )  # fmt: skip
+    gone = ProposalWaiter(proposal_id="p1", process_id="run-1", since=NOW, process=process,
+                          alive=False)  # fmt: skip
+    view = proposal_view(proposal, waiter=gone)
+    assert view["orphaned"] is True
+    assert view["waiter"] == {"process_id": "run-1", "alive": False, "process_status": "lost",
+                              "gone_since": (NOW + timedelta(seconds=60)).isoformat()}  # fmt: skip
+    alive = gone.model_copy(update={"alive": True, "process": None})
+    assert proposal_view(proposal, waiter=alive)["orphaned"] is False
+    decided = proposal.model_copy(update={"status": ProposalStatus.REJECTED})
+    assert proposal_view(decided, waiter=gone)["orphaned"] is False  # nothing left to wait on

@@ -12,7 +12,7 @@ from textual.widgets import Static
 
 from screens.literal import escaped, literal
 from screens.widgets.detail.arguments_view import ArgumentsView
-from supervisor.ledger.models import AuditRecord, Blob, Proposal, TraceEvent
+from supervisor.ledger.models import AuditRecord, Blob, Proposal, ProposalWaiter, TraceEvent
 from supervisor.services.rendering import short_hash
 
 
@@ -68,6 +68,7 @@ class DetailPane(Vertical):
         self.full_hash = False
         self.rendered = False
         self.history: list[AuditRecord] = []
+        self.waiter: ProposalWaiter | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("Select a proposal or a trace event.", id="detail-header")
@@ -91,17 +92,21 @@ class DetailPane(Vertical):
         if not same:
             self.rendered = False
             self.history = []
+            self.waiter = None
             self.arguments.show(proposal)
         self.query_one("#detail-blob", Static).update("")
         self.set_class(proposal is not None, "-proposal")
         self.set_class(False, "-event")
         self._refresh_text()
 
-    def show_history(self, proposal: Proposal, history: list[AuditRecord]) -> None:
-        """Fill in the decision history of the shown proposal."""
+    def show_history(
+        self, proposal: Proposal, history: list[AuditRecord], waiter: ProposalWaiter | None = None
+    ) -> None:
+        """Fill in the decision history (and the waiting process) of the shown proposal."""
         if self.proposal and self.proposal.proposal_id == proposal.proposal_id:
             self.proposal = proposal
             self.history = history
+            self.waiter = waiter
             self._refresh_text()
 
     def mark_rendered(self, proposal_id: str) -> None:
@@ -182,6 +187,9 @@ class DetailPane(Vertical):
             rows.append(f"superseded by {proposal.superseded_by_id}")
         if proposal.approver_id:
             rows.append(f"decided     by {proposal.approver_id} at {_when(proposal.decided_at)}")
+        if self.waiter is not None:
+            orphaned = self.waiter.orphans(proposal)
+            rows.append(f"{'ORPHANED   ' if orphaned else 'waiter     '} {self.waiter.describe()}")
         rows.append(f"review      {shown}")
         fields.update(Text(_escaped_lines(rows)))
         self.set_class(self.rendered, "-rendered")

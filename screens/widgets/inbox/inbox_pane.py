@@ -16,6 +16,9 @@ from supervisor.ledger.models import Proposal
 from supervisor.services.approvals import InboxChange
 from supervisor.services.rendering import visible_escapes
 
+#: Put before the tool of a proposal whose waiting process is gone (the detail pane says more).
+ORPHAN_BADGE = "orphan: "
+
 
 def format_countdown(expires_at: datetime, now: datetime) -> str:
     """``1h 02m``, ``4m 09s``, ``12s`` or ``expired``."""
@@ -71,6 +74,7 @@ class InboxPane(Vertical):
         self.proposals: dict[str, Proposal] = {}
         self.query_text = ""
         self.now: datetime | None = None
+        self.orphaned: frozenset[str] = frozenset()
         self._cells: dict[str, tuple[str, ...]] = {}
 
     def compose(self) -> ComposeResult:
@@ -82,8 +86,9 @@ class InboxPane(Vertical):
         return self.query_one("#inbox-table", InboxList)
 
     def _static_cells(self, proposal: Proposal) -> tuple[str, ...]:
+        orphan = ORPHAN_BADGE if proposal.proposal_id in self.orphaned else ""
         return (
-            visible_escapes(proposal.tool_name),
+            orphan + visible_escapes(proposal.tool_name),
             visible_escapes(proposal.owner or "-"),
             visible_escapes(proposal.thread_id or "-"),
             visible_escapes(",".join(proposal.domains) or "-"),
@@ -103,6 +108,8 @@ class InboxPane(Vertical):
 
     def apply(self, change: InboxChange) -> None:
         """Apply an inbox change (a page of the initial load or a change from the feed)."""
+        if change.orphaned is not None:
+            self.orphaned = change.orphaned
         for proposal_id in change.removed:
             self.proposals.pop(proposal_id, None)
             self._cells.pop(proposal_id, None)
