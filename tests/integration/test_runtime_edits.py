@@ -203,3 +203,34 @@ def test_an_approved_edit_the_tool_refuses_is_withdrawn_and_the_model_is_told(
     assert body["error"]["code"] == "cancelled"
     assert "do not fit the tool" in body["error"]["reason"]
     assert _side_effects(tmp_path) == []
+
+
+def test_a_supervisor_run_agent_runs_the_approved_edit(tmp_path: Path, sqlite_url: str) -> None:
+    from support.cli import SUPERVISOR
+    from support.run_factories import CRM_QUERY, crm_turn
+
+    assert SUPERVISOR is not None
+    with ScriptedModel(crm_turn) as model:
+        env = _env(tmp_path, sqlite_url, model)
+        run = subprocess.Popen(
+            [SUPERVISOR, "run", "support.run_factories:crm_agent", "--input", CRM_QUERY],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert run.stdout is not None
+        original = ""
+        for line in run.stdout:
+            if line.startswith("[run] waiting for a decision on "):
+                original = line.split()[6]
+                break
+        assert original, run.stderr.read() if run.stderr else ""
+        edited = _edit(env, original, "email=ada@lovelace.example")
+        _cli(env, "approve", edited)
+        out, err = run.communicate(timeout=120)
+        body = _tool_message(model)
+    assert run.returncode == 0, err
+    assert f"[run] edited by a human: {original} -> {edited}" in out
+    assert "[run] completed: Done: " in out
+    assert _side_effects(tmp_path) == ["create_customer Ada Lovelace ada@lovelace.example"]
+    assert body["edited_by_human"]["changed"] == [
+        {"path": "$.email", "old": "ada@example.com", "new": "ada@lovelace.example"}
+    ]
