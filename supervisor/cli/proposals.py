@@ -286,6 +286,20 @@ def _edited_arguments(proposal: Proposal, args_json: str | None, sets: tuple[str
     return arguments
 
 
+def _checked_edit(ledger: ApprovalLedger, proposal: Proposal, arguments: Any) -> Any:
+    """The TUI's checks of an edit (reserved names; the tool's schema when the registry has
+    it), so both refuse the same edits before the ledger does.
+
+    Raises:
+        InvalidEdit: A reserved name, or the tool's recorded schema refuses the arguments.
+    """
+    from supervisor.services.approvals import ApprovalsService
+    from supervisor.services.edits import parse_edited_arguments
+
+    schema = ApprovalsService.tool_schema_in(ledger, proposal)
+    return parse_edited_arguments(json.dumps(arguments), schema)
+
+
 @proposals.command("edit")
 @click.argument("proposal_id")
 @click.option("--args", "args_json", default=None, metavar="JSON", help="The new arguments.")
@@ -314,7 +328,7 @@ def edit_proposal(
     approver_id, context = _approver(approver)
     with open_ledger(db_url, must_exist=True) as ledger:
         old = ledger.get(proposal_id)
-        arguments = _edited_arguments(old, args_json, sets)
+        arguments = _checked_edit(ledger, old, _edited_arguments(old, args_json, sets))
         new = ledger.edit(proposal_id, arguments, approver_id, reason, context=context, via="cli")
     if as_json:
         echo_json(proposal_json(new))
