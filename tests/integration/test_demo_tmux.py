@@ -12,8 +12,8 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.cli import run_cli
