@@ -124,7 +124,8 @@ def test_edit_supersedes_prints_the_diff_and_refuses_bad_edits(db: str) -> None:
             ToolRecord(
                 handle="crm:create_customer", agent_id="crm-agent", name="create_customer",
                 schema_hash=SCHEMA_HASH, json_schema={
-                    "type": "object", "properties": {"email": {"type": "string"}},
+                    "name": "create_customer", "description": "Create one CRM customer.",
+                    "parameters": {"type": "object", "properties": {"email": {"type": "string"}}},
                 },
             )
         )  # fmt: skip
