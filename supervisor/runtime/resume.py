@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -165,10 +166,8 @@ def _refuse_edit(
     ledger instead of staying ``approved`` with nothing able to run it.
     """
     reason = f"the edited arguments do not fit the tool: {error.message}"[:500]
-    try:
+    with contextlib.suppress(LedgerError):  # decided or claimed meanwhile: report it as it is
         context.ledger.revoke(proposal.proposal_id, f"agent:{context.agent_id}", reason, via="sdk")
-    except LedgerError:
-        pass  # decided or claimed meanwhile: report the proposal as it now stands
     current = context.ledger.get(proposal.proposal_id)
     tracer.event("approval", tool=proposal.tool_name, outcome_status="refused",
                  reason_code="edit_refused")  # fmt: skip
