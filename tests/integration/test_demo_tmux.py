@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import run_cli
 from support.tmux import Tmux, tmux_server
 
 from supervisor.ledger.models import ProposalStatus
@@ -260,10 +259,22 @@ def test_demo_edit_in_tmux_runs_the_edited_call_in_the_waiting_crm_agent(
         assert edited.supersedes_id == original.proposal_id
         assert edited.arguments == {"name": "Ada Lovelace", "email": "ada@lovelace.example"}
 
-    # Approved from another terminal (``a`` in the TUI is the first test's): the CRM agent has
-    # waited through the edit and runs the approved edit.
-    approved = run_cli("proposals", "approve", edited.proposal_id, "--db", str(home / "ledger.db"))
-    assert approved.returncode == 0, approved.stderr
+    # The selection followed the edit to the new proposal; ``a`` approves it.
+    tmux.wait_for(
+        lambda screen: "create_customer  [pending]" in screen and "supersedes  " in screen
+        and "all arguments shown" in screen,
+        15,
+        "the edited proposal selected and shown in full",
+    )  # fmt: skip
+    time.sleep(1.0)  # the settle time before a decision key counts
+    tmux.keys("a")
+    screen = tmux.wait_for(
+        lambda screen: "Approved: create_customer" in screen or "Confirm" in screen,
+        15,
+        "the approval (or its confirmation)",
+    )
+    if "Approved: create_customer" not in screen:
+        tmux.keys("y")
 
     log = home / "logs" / "crm.log"
     deadline = time.monotonic() + 30
