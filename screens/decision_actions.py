@@ -23,6 +23,7 @@ from screens.messages import DecisionFailed, ProposalDecided
 from screens.proposal_selection import ProposalSelection
 from screens.reason_dialog import ReasonDialog
 from screens.widgets.detail.detail_pane import DetailPane
+from screens.widgets.inbox.inbox_pane import InboxPane
 from supervisor.errors import SupervisorError
 from supervisor.ledger.errors import ApprovalAlreadyDecided
 from supervisor.ledger.models import Proposal
@@ -257,13 +258,25 @@ class DecisionActions(Screen[None]):
         except SupervisorError as error:
             self.post_message(DecisionFailed(decision, error.message))
 
+    #: The proposal an edit just created: the inbox cursor moves to it once its row is shown,
+    #: so the selection stays on the call being decided (not on whatever row took its place).
+    follow_edit: str | None = None
+
     def on_proposal_decided(self, message: ProposalDecided) -> None:
+        if isinstance(message.decision, Edit) and message.proposals:
+            self.follow_edit = message.proposals[0].proposal_id
+            self.move_to_followed()
         names = ", ".join(escaped(p.tool_name) for p in message.proposals[:3]) or "nothing"
         count = f" ({len(message.proposals)})" if len(message.proposals) > 1 else ""
         text = f"{message.decision.done}: {names}{count}"
         if message.detail:
             text += f"\n{message.detail}"
         self.notify(text, title="Decision recorded")
+
+    def move_to_followed(self) -> None:
+        """Move the inbox cursor to :attr:`follow_edit` if its row is shown (then forget it)."""
+        if self.follow_edit is not None and self.query_one(InboxPane).move_to(self.follow_edit):
+            self.follow_edit = None
 
     def on_decision_failed(self, message: DecisionFailed) -> None:
         self.notify(message.message, title=f"{message.decision.name} failed", severity="error")

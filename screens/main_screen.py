@@ -156,6 +156,7 @@ class MainScreen(DecisionActions, ProcessActions):
         inbox = self.query_one(InboxPane)
         fresh = [p for p in change.upserted if p.proposal_id not in inbox.proposals]
         inbox.apply(change)
+        self.move_to_followed()
         # The detail follows in the same frame as the rows, never one paint behind them.
         self._select(inbox.highlighted())
         if not self._loaded:

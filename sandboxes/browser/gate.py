@@ -9,7 +9,10 @@ initial actions) reach the browser only through it. For each action the gate
 4. ``ask``: proposes it to the ledger bound to URL, tab and element, waits for the decision,
    resolves it again and refuses unless the hash equals the approved one, claims the proposal
    with that hash, runs it and records ``complete`` or ``fail``. A rejection goes back to the
-   agent as ``rejected by a human reviewer: <reason>``.
+   agent as ``rejected by a human reviewer: <reason>``. An edit is followed to the proposal
+   that superseded it (:func:`~supervisor.ledger.chain.live_end`); an approved edit runs its
+   own arguments, resolved and judged again on the page as it is now, or is refused with a
+   typed code (:mod:`sandboxes.browser.edits`), and the agent is told what the human changed.
 
 A navigation runs with the URL the gate read (`ResolvedAction.run_params`), never the model's
 text. Before and after every action the gate reads back from Chromium what every tab has
@@ -31,10 +34,19 @@ from browser_use import Tools
 from browser_use.agent.views import ActionResult
 
 from sandboxes.browser.config import BrowserDenial
+from sandboxes.browser.edits import (
+    EDIT_MISMATCH,
+    EDIT_NOT_ALLOWED,
+    EDIT_UNREADABLE,
+    EditRefusal,
+    edited_action_params,
+    with_edit_note,
+)
 from sandboxes.browser.loaded import CHROMIUM_ERROR_PAGE, LoadsUnknown, loaded_urls
 from sandboxes.browser.policy import BrowserPolicy
 from sandboxes.browser.targets import ResolvedAction, resolve_action
 from supervisor.errors import SupervisorError
+from supervisor.ledger.chain import live_end
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import ExecutorIdentity, Proposal, ProposalStatus, TraceEvent
 from supervisor.ledger.retention import ExtendLimits
@@ -199,18 +211,23 @@ class ApprovalGate:
                 return ActionResult(error=f"rejected by a human reviewer: {why}")
             return ActionResult(error=f"not approved ({decided.status.value}); it did not run")
 
-        if resolved.execution_target.get("element") is not None:
-            # Rebuild the DOM (and the selector map the action will use) before comparing.
-            await browser_session.get_browser_state_summary(include_screenshot=False)
-        current = await self._resolve(resolved.action_name, params, param_model, browser_session)
+        if decided.supersedes_id is not None:  # a human edited it: run the edit, or nothing
+            edit = await self._edited(resolved, params, decided, param_model, browser_session)
+            if isinstance(edit, EditRefusal):
+                return await self._refuse(
+                    decided, edit.resolved or resolved, edit.reason, edit.code
+                )
+            current, params = edit
+        else:
+            if resolved.execution_target.get("element") is not None:
+                # Rebuild the DOM (and the selector map the action will use) before comparing.
+                await browser_session.get_browser_state_summary(include_screenshot=False)
+            current = await self._resolve(
+                resolved.action_name, params, param_model, browser_session
+            )
         if current.args_hash != decided.args_hash:
             refusal = "the page or element changed since approval; the action did not run"
-            with contextlib.suppress(LedgerError):
-                await asyncio.to_thread(
-                    self.ledger.revoke, decided.proposal_id, self.worker_id, refusal
-                )
-            await self._trace(current, "refused", refusal)
-            return ActionResult(error=f"refused: {refusal}")
+            return await self._refuse(decided, current, refusal)
         try:
             await asyncio.to_thread(
                 self.ledger.claim, decided.proposal_id, current.args_hash, self.executor
@@ -226,12 +243,71 @@ class ApprovalGate:
             )
             raise
         error = _error_of(result)
+        if decided.supersedes_id is not None:  # tell the agent what the human changed
+            result = await asyncio.to_thread(with_edit_note, self.ledger, decided, result)
         if error is None:
             await asyncio.to_thread(self.ledger.complete, decided.proposal_id, "success")
         else:
             await asyncio.to_thread(self.ledger.fail, decided.proposal_id, "error", error[:500])
         await self._trace(current, "executed" if error is None else "failed", reason, error)
         return result
+
+    async def _refuse(
+        self, decided: Proposal, resolved: ResolvedAction, refusal: str, code: str | None = None
+    ) -> Any:
+        """Withdraw an approval the gate will not run, trace why, tell the agent."""
+        with contextlib.suppress(LedgerError):
+            await asyncio.to_thread(
+                self.ledger.revoke, decided.proposal_id, self.worker_id, refusal
+            )
+        await self._trace(resolved, "refused", code or refusal, None if code is None else refusal)
+        typed = f" ({code})" if code else ""
+        return ActionResult(error=f"refused{typed}: {refusal}")
+
+    async def _edited(
+        self,
+        resolved: ResolvedAction,
+        params: dict[str, Any],
+        decided: Proposal,
+        param_model: Any,
+        browser_session: Any,
+    ) -> tuple[ResolvedAction, dict[str, Any]] | EditRefusal:
+        """The approved edit as an action on the page as it is now, or why it cannot run.
+
+        Returns:
+            The re-resolved action and the parameters it runs with (the edited arguments), or
+            an :class:`EditRefusal`: the edited parameters are not the action's, the edited
+            target is off the allowlist or denied, or the edit does not resolve to exactly
+            what was approved (a derived field such as ``target_url`` left stale, or the page
+            or element changed).
+        """
+        edited_params = edited_action_params(decided.arguments, params)
+        if edited_params is None:
+            return EditRefusal(EDIT_UNREADABLE, "the edited arguments cannot be turned back "
+                               "into the action (a masked value was changed)")  # fmt: skip
+        if resolved.execution_target.get("element") is not None or "index" in edited_params:
+            await browser_session.get_browser_state_summary(include_screenshot=False)
+        try:
+            current = await self._resolve(
+                resolved.action_name, edited_params, param_model, browser_session
+            )
+        except ValueError as exc:  # pydantic's ValidationError: not the action's parameters
+            return EditRefusal(EDIT_UNREADABLE, f"the edited arguments are not valid: {exc}"[:300])
+        verdict = self.policy.decide(
+            current.action_name, page_url=current.page_url, target_url=current.target_url
+        )
+        if verdict.verdict == "deny":
+            return EditRefusal(
+                EDIT_NOT_ALLOWED, f"the edited action is denied by policy: {verdict.reason}",
+                current,
+            )  # fmt: skip
+        if current.args_hash != decided.args_hash:
+            return EditRefusal(
+                EDIT_MISMATCH, "the edited action does not resolve to what was approved on "
+                "this page (a derived field such as target_url left as it was, or the page or "
+                "element changed); the action did not run", current,
+            )  # fmt: skip
+        return current, edited_params
 
     async def _propose(self, resolved: ResolvedAction, reason: str) -> Proposal:
         """File the proposal and remember it as pending.
@@ -269,9 +345,13 @@ class ApprovalGate:
         cursor = await asyncio.to_thread(self.ledger.head)
         latest = proposal.created_at + timedelta(seconds=self.longest_wait)
         while True:
-            current = await asyncio.to_thread(self.ledger.get, proposal.proposal_id)
+            current = await asyncio.to_thread(live_end, self.ledger, proposal.proposal_id)
+            if current.proposal_id != proposal.proposal_id:  # edited: wait on the edit now
+                self.pending.discard(proposal.proposal_id)
+                self.pending.add(current.proposal_id)
+                proposal = current
             if current.status is not ProposalStatus.PENDING:
-                return current  # approved, rejected, cancelled, expired or superseded
+                return current  # approved, rejected, cancelled or expired
             ends = min(current.expires_at, latest)
             remaining = (ends - self.ledger.clock.now()).total_seconds()
             if remaining <= 0:

@@ -43,3 +43,15 @@ class TraceFileInvalid(SupervisorError, ValueError):
             "--format jsonl` (one event per line), or a ledger.",
             where=where,
         )
+
+
+class EditArgumentsInvalid(SupervisorError, ValueError):
+    """``proposals edit`` was given arguments that are not one JSON object (or a bad ``--set``)."""
+
+    code = "invalid_edit_arguments"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            f"The edited arguments are not usable: {reason}; nothing was changed.",
+            hint="Pass --args '{\"key\": value}' (one JSON object) or --set KEY=JSON (repeatable).",
+        )

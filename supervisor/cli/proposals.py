@@ -1,4 +1,4 @@
-"""``supervisor proposals``: list, show and decide proposals without the TUI (via=cli).
+"""``supervisor proposals``: list, show, decide and edit proposals without the TUI (via=cli).
 
 Every command takes ``--db URL`` (default: ``SUPERVISOR_DB`` or the user's ledger) and refuses
 a ledger that does not exist (``ledger_not_found``) instead of creating one; ``list`` and
@@ -9,6 +9,7 @@ every typed error. Everything printed is escaped (:mod:`supervisor.cli.output`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -124,7 +125,7 @@ def _approver(approver: str | None) -> tuple[str, Any]:
 
 @click.group()
 def proposals() -> None:
-    """List, show and decide proposals (headless)."""
+    """List, show, decide and edit proposals (headless)."""
 
 
 @proposals.command("list")
@@ -276,3 +277,82 @@ def _decision_command(action: str, reason_required: bool) -> click.Command:
 proposals.add_command(_decision_command("approve", reason_required=False))
 proposals.add_command(_decision_command("reject", reason_required=True))
 proposals.add_command(_decision_command("cancel", reason_required=False))
+
+
+def _edited_arguments(proposal: Proposal, args_json: str | None, sets: tuple[str, ...]) -> Any:
+    """The arguments an edit proposes: ``--args`` (a whole object), then each ``--set``."""
+    from supervisor.cli.errors import EditArgumentsInvalid
+
+    arguments: Any = dict(proposal.arguments)
+    if args_json is not None:
+        try:
+            arguments = json.loads(args_json)
+        except ValueError as exc:
+            raise EditArgumentsInvalid(f"--args is not JSON ({exc.args[0]})") from None
+        if not isinstance(arguments, dict):
+            raise EditArgumentsInvalid("--args is not a JSON object")
+    for item in sets:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise EditArgumentsInvalid(f"--set {item!r} is not KEY=VALUE")
+        try:
+            arguments[key] = json.loads(raw)
+        except ValueError:
+            arguments[key] = raw  # not JSON: the text as written
+    if not sets and args_json is None:
+        raise EditArgumentsInvalid("give --args or at least one --set")
+    return arguments
+
+
+def _checked_edit(ledger: ApprovalLedger, proposal: Proposal, arguments: Any) -> Any:
+    """The TUI's checks of an edit (reserved names; the tool's schema when the registry has
+    it), so both refuse the same edits before the ledger does.
+
+    Raises:
+        InvalidEdit: A reserved name, or the tool's recorded schema refuses the arguments.
+    """
+    from supervisor.services.approvals import ApprovalsService
+    from supervisor.services.edits import parse_edited_arguments
+
+    schema = ApprovalsService.tool_schema_in(ledger, proposal)
+    return parse_edited_arguments(json.dumps(arguments), schema)
+
+
+@proposals.command("edit")
+@click.argument("proposal_id")
+@click.option("--args", "args_json", default=None, metavar="JSON", help="The new arguments.")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=JSON",
+    help="Change one top-level argument (the value as JSON, else as text).",
+)
+@click.option("--reason", default=None, help="Why (audited).")
+@click.option("--approver", default=None, help="Approver id (default: OS user@host).")
+@click.option("--json", "as_json", is_flag=True, help="Print the new proposal as JSON.")
+@db_option
+def edit_proposal(
+    proposal_id: str, args_json: str | None, sets: tuple[str, ...], reason: str | None,
+    approver: str | None, as_json: bool, db_url: str | None,
+) -> None:  # fmt: skip
+    """Replace a pending proposal's arguments: a new pending proposal supersedes it.
+
+    The new proposal needs its own approval and keeps the original's TTL; the waiting agent
+    runs the edited arguments once it is approved, and the model is told the diff.
+    """
+    from supervisor.ledger.chain import compact_diff
+
+    approver_id, context = _approver(approver)
+    with open_ledger(db_url, must_exist=True) as ledger:
+        old = ledger.get(proposal_id)
+        arguments = _checked_edit(ledger, old, _edited_arguments(old, args_json, sets))
+        new = ledger.edit(proposal_id, arguments, approver_id, reason, context=context, via="cli")
+    if as_json:
+        echo_json(proposal_json(new))
+        return
+    echo_line(f"superseded {old.proposal_id} by {new.proposal_id} (pending) by {approver_id}")
+    for change in compact_diff(old.arguments, new.arguments):
+        before = json.dumps(change.get("old"), ensure_ascii=False) if "old" in change else "-"
+        after = json.dumps(change.get("new"), ensure_ascii=False) if "new" in change else "-"
+        echo_line(f"  {change['path']}: {before} -> {after}")

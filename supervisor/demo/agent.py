@@ -78,6 +78,8 @@ def main(scenario: str) -> int:
         print(f"[{scenario}] waiting for a decision on {proposal.proposal_id}", flush=True)
         decided = agent.wait_for_decision(proposal.proposal_id, timeout=24 * 3600)
         provider.ledger.heartbeat(process_id, status="running")
+        if decided.proposal_id != proposal.proposal_id:  # a human edited the call
+            print(f"[{scenario}] edited by a human: now {decided.proposal_id}", flush=True)
         resumed = agent.resume_approval(decided.proposal_id, continue_model=True)
         answer = resumed.assistant_response or resumed.error_code
         print(f"[{scenario}] {decided.status.value}: {answer}", flush=True)

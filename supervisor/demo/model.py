@@ -42,6 +42,13 @@ def demo_turn(request: RecordedRequest) -> Turn:
             body = content
         if isinstance(body, dict) and "error" in body:
             return Reply(f"The call did not go through: {body['error'].get('code')}.")
+        if isinstance(body, dict) and isinstance(body.get("edited_by_human"), dict):
+            changes = "; ".join(
+                f"{change.get('path')}: {change.get('old')!r} -> {change.get('new')!r}"
+                for change in body["edited_by_human"].get("changed", [])
+            )
+            result = json.dumps(body.get("result"), ensure_ascii=False)
+            return Reply(f"Done as edited by a human ({changes}): {result[:160]}")
         if isinstance(body, dict) and "offloaded_result" in body:
             pointer = body["offloaded_result"]
             digest, size = pointer["digest"][:19], pointer["size_chars"]

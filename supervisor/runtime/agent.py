@@ -165,13 +165,21 @@ class MemAgent:
         return self.ledger.cancel(proposal_id, approver_id, reason, context=context, via="sdk")
 
     def wait_for_decision(self, proposal_id: str, timeout: float) -> Proposal:
-        """Block until a human decides the proposal elsewhere, or ``timeout`` seconds pass."""
+        """Block until a human decides the proposal elsewhere, or ``timeout`` seconds pass.
+
+        An edit does not end the wait: the returned proposal is the decided end of the edit
+        chain (pass its id, or the original's, to :meth:`resume_approval`).
+        """
         return _resume.wait_for_decision(self.context, proposal_id, timeout)
 
     def resume_approval(
         self, proposal_id: str, continue_model: bool = False
     ) -> ApprovalResumeResult:
         """Act on a decided proposal from its stored checkpoint, in any process.
+
+        The proposal's edit chain is followed to its live end first, so ``proposal_id`` may be
+        the call's original proposal: an approved edit runs with the edited arguments (never
+        the original's) and the model is told ``edited_by_human`` with the diff.
 
         Approved: claim it (recomputing the args hash from the checkpointed call), run the tool
         once and record the outcome. Rejected, cancelled or expired: nothing runs; the model will

@@ -216,6 +216,8 @@ def drive(
                 echo(f"[run] no decision on {proposal.proposal_id} in {decision_timeout:g}s")
                 return None
             process.set_status("running")
+            if decided.proposal_id != proposal.proposal_id:  # followed the edit chain
+                echo(f"[run] edited by a human: {proposal.proposal_id} -> {decided.proposal_id}")
             resumed = agent.resume_approval(decided.proposal_id, continue_model=True)
             answer = resumed.assistant_response or resumed.error_code or ""
             echo(f"[run] {decided.status.value}: {answer}".rstrip())

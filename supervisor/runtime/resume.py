@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from typing import TYPE_CHECKING, Any
 
 from supervisor.canonical import args_hash
 from supervisor.errors import model_error
+from supervisor.ledger.chain import earlier_links, edit_note, live_end
 from supervisor.ledger.errors import (
     ApprovalAlreadyDecided,
     ApprovalExpired,
@@ -65,13 +67,34 @@ def list_proposals(
         cursor = page.next_cursor
 
 
+def proposal_to_run(context: RuntimeContext, proposal_id: str) -> Proposal:
+    """The proposal that now stands for ``proposal_id``'s call, with its expiry applied.
+
+    Follows ``superseded_by`` to the live end of the edit chain
+    (:func:`~supervisor.ledger.chain.live_end`): an approved end is the one to claim and run,
+    with *its* arguments; a pending end still waits; any other end is the decision the model is
+    told. Every resumer (``resume_approval``, ``supervisor run``, the demo agents) calls this.
+    """
+    ledger = context.ledger
+    proposal = live_end(ledger, proposal_id)
+    if proposal.status in (_S.PENDING, _S.APPROVED) and proposal.expires_at <= ledger.clock.now():
+        ledger.expire_due()
+        proposal = ledger.get(proposal.proposal_id)
+    return proposal
+
+
 def wait_for_decision(context: RuntimeContext, proposal_id: str, timeout: float) -> Proposal:
-    """Block on the ledger's change feed until the proposal leaves ``pending``."""
+    """Block on the ledger's change feed until the call's proposal leaves ``pending``.
+
+    An edit does not end the wait: the edited proposal (the live end of the chain) is waited on
+    in its turn, and the one returned is the decided end (its id differs from ``proposal_id``
+    when the call was edited).
+    """
     ledger = context.ledger
     deadline = time.monotonic() + max(timeout, 0.0)
     cursor = ledger.head()
     while True:
-        proposal = ledger.get(proposal_id)
+        proposal = live_end(ledger, proposal_id)
         if proposal.status is not _S.PENDING:
             return proposal
         if proposal.expires_at <= ledger.clock.now():
@@ -135,6 +158,28 @@ def _stored_result(context: RuntimeContext, proposal: Proposal) -> Any:
     return None if blob is None or blob.content is None else blob.content.decode("utf-8")
 
 
+def _refuse_edit(
+    context: RuntimeContext, proposal: Proposal, error: ToolCallError, tracer: RunTracer
+) -> ApprovalResumeResult:
+    """An approved edit the tool refuses (its schema): withdraw it, tell the model, run nothing.
+
+    The approval is revoked with the tool's reason, so the call ends ``cancelled`` in the
+    ledger instead of staying ``approved`` with nothing able to run it.
+    """
+    reason = f"the edited arguments do not fit the tool: {error.message}"[:500]
+    with contextlib.suppress(LedgerError):  # decided or claimed meanwhile: report it as it is
+        context.ledger.revoke(proposal.proposal_id, f"agent:{context.agent_id}", reason, via="sdk")
+    current = context.ledger.get(proposal.proposal_id)
+    tracer.event("approval", tool=proposal.tool_name, outcome_status="refused",
+                 reason_code="edit_refused")  # fmt: skip
+    tracer.flush()
+    if current.status in DECISIONS:
+        return _decision_result(current)
+    return ApprovalResumeResult(
+        proposal=current, consumed=current.status.consumed, error_code=error.code
+    )
+
+
 def _execute(
     context: RuntimeContext, proposal: Proposal, call: PendingCall, tracer: RunTracer
 ) -> ApprovalResumeResult:
@@ -146,6 +191,8 @@ def _execute(
     try:
         prepared = tool.prepare(source)
     except ToolCallError as error:
+        if edited:
+            return _refuse_edit(context, proposal, error, tracer)
         return ApprovalResumeResult(proposal=proposal, error_code=error.code)
     expected = args_hash(
         tool.name, tool.schema_hash, prepared.arguments, tool.execution_target or {}
@@ -165,8 +212,10 @@ def _execute(
     delivery = deliver(context, tool.name, call.call_id, tool.execute(prepared, approved=True))
     result, content, blob_ref = delivery.result, delivery.content, delivery.blob_ref
     if edited:  # the delivered form (pointer or refusal for a large result), never more
-        content = json_text({"edited_by_human": {"arguments": prepared.arguments}, "result": (
-            _parse(content))})  # fmt: skip
+        earlier = earlier_links(ledger, proposal)  # the model's own proposal first
+        proposed = earlier[0].arguments if earlier else {}
+        note = edit_note(proposed, prepared.arguments, edits=len(earlier))
+        content = json_text({"edited_by_human": note, "result": _parse(content)})
     stored = ledger.put_blob(content.encode("utf-8"), "application/json")
     evidence = result.evidence()
     if result.error is None:
@@ -200,11 +249,7 @@ def _execute(
 
 def resume(context: RuntimeContext, proposal_id: str, continue_model: bool) -> ApprovalResumeResult:
     """See :meth:`MemAgent.resume_approval`."""
-    ledger = context.ledger
-    proposal = ledger.get(proposal_id)
-    if proposal.status in (_S.PENDING, _S.APPROVED) and proposal.expires_at <= ledger.clock.now():
-        ledger.expire_due()
-        proposal = ledger.get(proposal_id)
+    proposal = proposal_to_run(context, proposal_id)
     checkpoint, call = _checkpoint_call(context, proposal)
     state = load_state(checkpoint.state)
     with pointer_scope(context.agent_id, checkpoint.thread_id, state.user_id):

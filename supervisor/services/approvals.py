@@ -296,9 +296,19 @@ class ApprovalsService:
 
     def tool_schema(self, proposal: Proposal) -> dict[str, Any] | None:
         """The parameters schema of the proposal's tool from the registry, if recorded."""
-        for tool in self.ledger.list_tools(proposal.owner or None):
+        return self.tool_schema_in(self.ledger, proposal)
+
+    @staticmethod
+    def tool_schema_in(ledger: ApprovalLedger, proposal: Proposal) -> dict[str, Any] | None:
+        """:meth:`tool_schema` on any ledger (the CLI's ``proposals edit`` checks with it).
+
+        The registry records a tool as ``{"name", "description", "parameters"}``; the
+        parameters are the JSON Schema an edit is checked against.
+        """
+        for tool in ledger.list_tools(proposal.owner or None):
             if tool.name == proposal.tool_name and tool.schema_hash == proposal.tool_schema_hash:
-                return dict(tool.json_schema) or None
+                parameters = tool.json_schema.get("parameters")
+                return dict(parameters) if isinstance(parameters, dict) and parameters else None
         return None
 
     def identical_pending(self, proposal: Proposal) -> list[Proposal]:

@@ -99,3 +99,46 @@ def test_audit_verify_names_the_first_broken_seq(db: str, tmp_path: Path) -> Non
     result = _run("audit", "verify", "--db", db)
     assert result.returncode == 1
     assert "BROKEN at seq 2" in result.stderr
+
+
+def test_edit_supersedes_prints_the_diff_and_refuses_bad_edits(db: str) -> None:
+    from supervisor.ledger.models import ToolRecord
+
+    proposal_id = _propose(db, name="Ada", email="ada@example.com")
+    edited = _run(
+        "proposals", "edit", proposal_id, "--set", "email=ada@lovelace.example",
+        "--reason", "typo", "--approver", "ops@ci", "--db", db,
+    )  # fmt: skip
+    assert edited.returncode == 0, edited.stderr
+    first, diff = edited.stdout.splitlines()
+    assert first.startswith(f"superseded {proposal_id} by ") and first.endswith("by ops@ci")
+    assert diff == '  $.email: "ada@example.com" -> "ada@lovelace.example"'
+    new_id = first.split()[3]
+    with SQLModelProvider(db) as provider:
+        old, new = provider.ledger.get(proposal_id), provider.ledger.get(new_id)
+        assert old.status is ProposalStatus.SUPERSEDED and old.superseded_by_id == new_id
+        assert new.arguments == {"name": "Ada", "email": "ada@lovelace.example"}
+        assert new.approver_context is None and old.approver_context is not None
+        assert old.approver_context.via == "cli"
+        provider.ledger.upsert_tool(
+            ToolRecord(
+                handle="crm:create_customer", agent_id="crm-agent", name="create_customer",
+                schema_hash=SCHEMA_HASH, json_schema={
+                    "name": "create_customer", "description": "Create one CRM customer.",
+                    "parameters": {"type": "object", "properties": {"email": {"type": "string"}}},
+                },
+            )
+        )  # fmt: skip
+    for args, code in [
+        (("--set", "email=42"), "invalid_edit"),  # the registry's schema refuses it
+        (("--set", "_secret=1"), "invalid_edit"),  # a reserved name
+        (("--args", "[1]"), "invalid_edit_arguments"),
+        (("--args", "{nope"), "invalid_edit_arguments"),
+        (("--set", "no-equals-sign"), "invalid_edit_arguments"),
+        ((), "invalid_edit_arguments"),
+    ]:
+        refused = _run("proposals", "edit", new_id, *args, "--db", db)
+        assert refused.returncode == 2, (args, refused.stdout)
+        assert refused.stderr.startswith(f"error [{code}]"), (args, refused.stderr)
+    with SQLModelProvider(db) as provider:
+        assert provider.ledger.get(new_id).status is ProposalStatus.PENDING

@@ -13,6 +13,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.tmux import Tmux, tmux_server
@@ -186,3 +187,105 @@ def test_closing_the_terminal_stops_every_demo_process(tmux: Tmux, tmp_path: Pat
     pids = _demo_processes(tmux, home)
     tmux("kill-server")  # tmux sends the pane's process SIGHUP
     assert _survivors_after(pids, 30) == []
+
+
+_ASKING_TOOLS = ("create_customer", "run_code", "browser.navigate")
+
+
+def _select_crm(tmux: Tmux) -> None:
+    """Walk the inbox (``i`` focuses it) to the pending create_customer proposal, one row per
+    screen, and wait until its detail pane has drawn every argument line."""
+    for start, step in (("Home", "Down"), ("End", "Up")):
+        tmux.keys("i", start)
+        header = tmux.wait_for(lambda screen: "[pending]" in screen, 15, "a selected proposal")
+        for _ in range(10):
+            if "create_customer  [pending]" in header:
+                break
+            tmux.keys(step)
+            try:
+                header = tmux.wait_for(_header_other_than(_detail_header(header)), 3, "a row")
+            except AssertionError:
+                break  # the first or last row: walk from the other end
+        if "create_customer  [pending]" in header:
+            break
+    tmux.wait_for(lambda screen: "create_customer  [pending]" in screen, 15, "the CRM detail")
+    for _ in range(20):
+        if "all arguments shown" in tmux.screen():
+            break
+        tmux.keys("d", "PageDown")
+        time.sleep(0.3)
+    tmux.wait_for(lambda screen: "all arguments shown" in screen, 15, "the rendered arguments")
+    time.sleep(1.0)
+
+
+def test_demo_edit_in_tmux_runs_the_edited_call_in_the_waiting_crm_agent(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    """``e`` in a real terminal, then ``a`` on the new proposal: the waiting CRM agent runs the
+    edited arguments (never the original) and its model reply names the human's change."""
+    home = tmp_path / "demo"
+    _start_demo(tmux, home)
+    # Every demo agent that asks has asked: no other row arrives to move the inbox cursor.
+    tmux.wait_for(
+        lambda screen: all(tool in screen for tool in _ASKING_TOOLS), 90, "every demo proposal"
+    )
+    _select_crm(tmux)
+    tmux.keys("e")
+    tmux.wait_for(lambda screen: "Edit arguments of create_customer" in screen, 15, "the editor")
+    for _ in range(12):  # ctrl+k: clear the line, then remove it (4 lines of arguments)
+        tmux.keys("C-k")
+    tmux.wait_for(lambda screen: "Not valid JSON" in screen, 15, "the emptied editor")
+    tmux("send-keys", "-t", tmux.session, "-l",
+         '{"email": "ada@lovelace.example", "name": "Ada Lovelace"}')  # fmt: skip
+    tmux.wait_for(lambda screen: "ada@lovelace.example" in screen, 15, "the typed edit")
+    tmux.keys("C-s")
+    tmux.wait_for(lambda screen: "Edit arguments of" not in screen, 15, "the editor closing")
+
+    with SQLModelProvider(f"sqlite:///{home / 'ledger.db'}") as provider:
+        deadline = time.monotonic() + 15
+        crm: list[Any] = []
+        while time.monotonic() < deadline:
+            crm = [
+                p for p in provider.ledger.list(status=None, limit=50).items
+                if p.tool_name == "create_customer"
+            ]  # fmt: skip
+            if len(crm) == 2:
+                break
+            time.sleep(0.2)
+        statuses = sorted(p.status.value for p in crm)
+        assert statuses == ["pending", "superseded"], f"{statuses}; screen:\n{tmux.screen()}"
+        original = next(p for p in crm if p.status is ProposalStatus.SUPERSEDED)
+        edited = next(p for p in crm if p.status is ProposalStatus.PENDING)
+        assert edited.supersedes_id == original.proposal_id
+        assert edited.arguments == {"name": "Ada Lovelace", "email": "ada@lovelace.example"}
+
+    # The selection followed the edit to the new proposal; ``a`` approves it.
+    tmux.wait_for(
+        lambda screen: "create_customer  [pending]" in screen and "supersedes  " in screen
+        and "all arguments shown" in screen,
+        15,
+        "the edited proposal selected and shown in full",
+    )  # fmt: skip
+    time.sleep(1.0)  # the settle time before a decision key counts
+    tmux.keys("a")
+    screen = tmux.wait_for(
+        lambda screen: "Approved: create_customer" in screen or "Confirm" in screen,
+        15,
+        "the approval (or its confirmation)",
+    )
+    if "Approved: create_customer" not in screen:
+        tmux.keys("y")
+
+    log = home / "logs" / "crm.log"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and "Done as edited by a human" not in log.read_text():
+        time.sleep(0.2)
+    text = log.read_text()
+    assert f"edited by a human: now {edited.proposal_id}" in text, text
+    assert "approved: Done as edited by a human ($.email: 'ada@example.com' -> " in text, text
+    with SQLModelProvider(f"sqlite:///{home / 'ledger.db'}") as provider:
+        assert provider.ledger.get(edited.proposal_id).status is ProposalStatus.EXECUTED
+        assert provider.ledger.get(original.proposal_id).status is ProposalStatus.SUPERSEDED
+        assert provider.ledger.execution(original.proposal_id) is None
+        execution = provider.ledger.execution(edited.proposal_id)
+        assert execution is not None and execution.state == "executed"

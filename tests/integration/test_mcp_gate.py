@@ -412,3 +412,43 @@ def test_streamable_http_server_is_gated_the_same_way(
         server.wait(timeout=30)
     (call,) = _calls(count_file)
     assert call["key"] == proposal.proposal_id
+
+
+def test_an_edited_mcp_call_runs_the_edit_once_with_its_own_idempotency_key(
+    provider: SQLModelProvider, count_file: Path
+) -> None:
+    from support.cli import run_cli
+
+    script: list[Turn] = [CallTools([ToolCall("inv__create_order", ORDER)]), Reply("Ordered.")]
+    db = ["--db", provider.url]
+    with ScriptedModel(script) as model:
+        agent = _agent(model, provider, count_file, trust="trusted")
+        try:
+            (original,) = agent.run("Order two A-1").proposals
+            # The registry holds the MCP tool's schema, so the CLI checks an edit against it.
+            bad = run_cli(
+                "proposals", "edit", original.proposal_id, "--set", 'quantity="lots"', *db
+            )
+            assert bad.returncode == 2 and bad.stderr.startswith("error [invalid_edit]")
+            edit = run_cli(
+                "proposals", "edit", original.proposal_id, "--set", "quantity=5", "--json", *db
+            )
+            assert edit.returncode == 0, edit.stderr
+            edited_id = json.loads(edit.stdout)["proposal_id"]
+            approve = run_cli("proposals", "approve", edited_id, *db)
+            assert approve.returncode == 0, approve.stderr
+            # Any resumer may start from the id it knows: the chain leads to the approved edit.
+            resumed = agent.resume_approval(original.proposal_id, continue_model=True)
+            assert (resumed.proposal.proposal_id, resumed.consumed, resumed.ok) == (
+                edited_id, True, True,
+            )  # fmt: skip
+            assert resumed.assistant_response == "Ordered."
+            tool_message = json.loads(model.requests[-1].messages[-1]["content"])
+        finally:
+            close_mcp_tools(agent.tools)
+    calls = _calls(count_file)
+    assert [(c["sku"], c["quantity"], c["key"]) for c in calls] == [("A-1", 5, edited_id)]
+    assert tool_message["edited_by_human"]["changed"] == [
+        {"path": "$.quantity", "old": 2, "new": 5}
+    ]
+    assert tool_message["result"] == {"order": "order-A-1-5"}

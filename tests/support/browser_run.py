@@ -6,6 +6,7 @@ each proposal through the ledger, as a human in the TUI would.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 
@@ -18,7 +19,9 @@ from supervisor.testing import ScriptedModel
 from support.browser_site import BrowserPlan, BrowserSite
 from support.required import unavailable
 
-Verdict = tuple[str, str]  # ("approve" | "reject" | "wait-approve" | "extend-approve", reason)
+#: ("approve" | "reject" | "wait-approve" | "extend-approve", reason), or ("edit", JSON object of
+#: the arguments to change): the edit supersedes the proposal and is decided on the next pass.
+Verdict = tuple[str, str]
 EXTEND_BY_S = 60.0
 """How far an "extend-approve" reviewer extends a proposal before deciding it."""
 RUN_TIMEOUT_S = 90.0
@@ -65,6 +68,11 @@ class Reviewer:
                     self.ledger.extend(proposal.proposal_id, EXTEND_BY_S, "reviewer@example.com")
                     left = (proposal.expires_at - self.ledger.clock.now()).total_seconds()
                     self._stop.wait(left + 1.5)
+                if verdict == "edit":  # the reason is a JSON object of changed arguments
+                    changes = json.loads(reason)
+                    arguments = {**proposal.arguments, **changes}
+                    self.ledger.edit(proposal.proposal_id, arguments, "reviewer@example.com")
+                    continue  # the edit is pending: decided on the next pass
                 if verdict == "reject":
                     self.ledger.reject(proposal.proposal_id, "reviewer@example.com", reason)
                 else:

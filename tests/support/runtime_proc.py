@@ -1,7 +1,8 @@
 """Entry points the cross-process tests run as real subprocesses.
 
     python -m support.runtime_proc pause QUERY        -> prints the pending proposal ids
-    python -m support.runtime_proc wait-resume ID     -> waits for a decision, resumes, prints JSON
+    python -m support.runtime_proc wait-resume ID     -> waits for a decision (following edits),
+                                                         resumes, prints JSON
     python -m support.runtime_proc approve ID         -> approves through the SDK
     python -m support.runtime_proc resume ID          -> resumes once, prints JSON
 
@@ -56,6 +57,7 @@ def main(argv: list[str]) -> int:
                 "error_code": resumed.error_code,
                 "assistant_response": resumed.assistant_response,
                 "status": resumed.proposal.status.value,
+                "proposal_id": resumed.proposal.proposal_id,
             }
         ),
         flush=True,

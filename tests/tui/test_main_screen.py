@@ -199,6 +199,36 @@ async def test_edit_creates_a_superseding_proposal(
         assert any('$.tier: "gold" → "silver"' in note for note in notes)
 
 
+async def test_after_an_edit_the_selection_follows_to_the_new_proposal(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    """The edited row leaves the inbox and its successor sorts last: the cursor must not stay
+    on the row that took the old one's place (``a`` would then approve another call)."""
+    proposal = propose(provider.ledger, arguments={"name": "Ada", "tier": "gold"})
+    other = propose(provider.ledger, tool="send_invoice", arguments={"to": "bob"})
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        await wait_for(pilot, lambda: screen.guard is not None)
+        assert screen.selected is not None and screen.selected.proposal_id == proposal.proposal_id
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, EditArgumentsScreen))
+        editor = app.screen.query_one("#edit-text")
+        editor.text = '{"name": "Ada", "tier": "silver"}'  # type: ignore[attr-defined]
+        await pilot.press("ctrl+s")
+        await wait_for(
+            pilot,
+            lambda: provider.ledger.get(proposal.proposal_id).status is ProposalStatus.SUPERSEDED,
+        )
+        new_id = provider.ledger.get(proposal.proposal_id).superseded_by_id
+        await wait_for(
+            pilot, lambda: screen.selected is not None and screen.selected.proposal_id == new_id
+        )
+        await pilot.pause(0.3)  # later inbox changes do not move it to the other row
+        assert screen.selected is not None and screen.selected.proposal_id == new_id
+        assert screen.selected.proposal_id != other.proposal_id
+
+
 async def test_edit_refuses_invalid_json(
     provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
 ) -> None:

@@ -146,6 +146,13 @@ class InboxPane(Vertical):
         self.now = now
         self.table.refresh()
 
+    def move_to(self, proposal_id: str) -> bool:
+        """Put the cursor on ``proposal_id``'s row; ``False`` when it is not shown."""
+        if proposal_id not in self.table.row_ids:
+            return False
+        self.table.move_cursor(self.table.row_ids.index(proposal_id))
+        return True
+
     def highlighted(self) -> Proposal | None:
         """The proposal under the cursor."""
         row_id = self.table.cursor_id
