@@ -31,7 +31,7 @@ from screens.messages import (
 from screens.process_actions import ProcessActions
 from screens.widgets.detail.detail_pane import DetailPane
 from screens.widgets.inbox.inbox_pane import InboxPane
-from screens.widgets.processes.processes_pane import ProcessesPane
+from screens.widgets.processes.processes_pane import ProcessesPane, detail_line
 from screens.widgets.trace.trace_view import TraceView
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import Proposal, TraceEvent
@@ -93,6 +93,7 @@ class MainScreen(DecisionActions, ProcessActions):
             with Vertical(id="left-column"):
                 yield Static("Agents and processes", classes="pane-title")
                 yield ProcessesPane(id="processes")
+                yield Static("", id="process-detail", markup=False)
                 yield Static("Approval inbox", classes="pane-title")
                 yield InboxPane(self.settings.high_risk_domains, id="inbox")
                 yield Static("Live trace", classes="pane-title")
@@ -120,6 +121,7 @@ class MainScreen(DecisionActions, ProcessActions):
         self.query_one(InboxPane).rebuild(self.approvals.pending())
         self.query_one(TraceView).set_events(self.traces.events())
         self.query_one(ProcessesPane).show_rows(self.processes.rows(), self.now())
+        self._show_process_detail(self.query_one(ProcessesPane))
         self.set_interval(1.0, self._tick)
         self.set_focus(self.query_one("#inbox-table"))
 
@@ -182,7 +184,16 @@ class MainScreen(DecisionActions, ProcessActions):
         self.query_one(TraceView).set_events(self.traces.events())
 
     def on_processes_refreshed(self, message: ProcessesRefreshed) -> None:
-        self.query_one(ProcessesPane).show_rows(message.rows, self.now())
+        pane = self.query_one(ProcessesPane)
+        pane.show_rows(message.rows, self.now())
+        self._show_process_detail(pane)
+
+    def on_processes_pane_process_selected(self, message: ProcessesPane.ProcessSelected) -> None:
+        self._show_process_detail(self.query_one(ProcessesPane))
+
+    def _show_process_detail(self, pane: ProcessesPane) -> None:
+        """The selected process's full command, pid, host and state, under the table."""
+        self.query_one("#process-detail", Static).update(literal(detail_line(pane.selected_row)))
 
     # -- selection and detail -------------------------------------------------------------
 
