@@ -15,7 +15,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Static
+from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
 from screens.decision_actions import DecisionActions
@@ -38,10 +38,10 @@ from supervisor.ledger.models import Proposal, TraceEvent
 from supervisor.services.approvals import ApprovalsService, InboxChange
 from supervisor.services.guard import RenderGuardMissing
 from supervisor.services.process_control import ProcessControl
-from supervisor.services.processes import ProcessesService, ProcessRow
+from supervisor.services.processes import ProcessesService, ProcessRow, trace_filter_for
 from supervisor.services.results import ResultsService
 from supervisor.services.settings import SupervisorSettings
-from supervisor.services.traces import TraceBatch, TracesService
+from supervisor.services.traces import ALL_EVENTS, TraceBatch, TraceFilter, TracesService
 
 
 class MainScreen(DecisionActions, ProcessActions):
@@ -67,6 +67,7 @@ class MainScreen(DecisionActions, ProcessActions):
         Binding("l", "follow_log", "Log", id="follow-log"),
         Binding("k", "stop_process", "Stop", id="stop-process"),
         Binding("p", "focus_processes", "Processes", id="focus-processes"),
+        Binding("f", "clear_trace_filter", "All agents", id="clear-trace-filter"),
     ]
 
     def __init__(
@@ -85,6 +86,7 @@ class MainScreen(DecisionActions, ProcessActions):
         self.process_control = process_control
         self._warned: set[str] = set()
         self._loaded = False
+        self.trace_filter: TraceFilter = ALL_EVENTS
 
     def compose(self) -> ComposeResult:
         identity = self.approvals.identity.approver_id
@@ -96,10 +98,15 @@ class MainScreen(DecisionActions, ProcessActions):
                 yield Static("", id="process-detail", markup=False)
                 yield Static("Approval inbox", classes="pane-title")
                 yield InboxPane(self.settings.high_risk_domains, id="inbox")
-                yield Static("Live trace", classes="pane-title")
+                yield Static("Live trace — all agents", classes="pane-title", id="trace-title")
                 yield TraceView(id="trace")
             yield DetailPane(id="detail")
         yield Footer()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_trace_filter":
+            return True if self.trace_filter is not ALL_EVENTS else None
+        return super().check_action(action, parameters)
 
     # -- wiring ---------------------------------------------------------------------------
 
@@ -189,7 +196,27 @@ class MainScreen(DecisionActions, ProcessActions):
         self._show_process_detail(pane)
 
     def on_processes_pane_process_selected(self, message: ProcessesPane.ProcessSelected) -> None:
-        self._show_process_detail(self.query_one(ProcessesPane))
+        pane = self.query_one(ProcessesPane)
+        self._show_process_detail(pane)
+        # The operator moving through the pane picks what the trace shows; the pane choosing
+        # its first row on its own does not.
+        if pane.has_focus and message.row is not None:
+            self._filter_trace(trace_filter_for(message.row))
+
+    def on_data_table_row_selected(self, message: DataTable.RowSelected) -> None:
+        row = self.query_one(ProcessesPane).selected_row
+        if message.data_table.id == "processes" and row is not None:
+            self._filter_trace(trace_filter_for(row))
+
+    def _filter_trace(self, trace_filter: TraceFilter) -> None:
+        self.trace_filter = trace_filter
+        self.query_one(TraceView).set_filter(trace_filter)
+        self.query_one("#trace-title", Static).update(literal(f"Live trace — {trace_filter.label}"))
+        self.refresh_bindings()
+
+    def action_clear_trace_filter(self) -> None:
+        """Show every agent's events in the trace again."""
+        self._filter_trace(ALL_EVENTS)
 
     def _show_process_detail(self, pane: ProcessesPane) -> None:
         """The selected process's full command, pid, host and state, under the table."""

@@ -21,6 +21,7 @@ from supervisor.ledger.models import Proposal, ProposalStatus, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.services.listeners import Listeners
 from supervisor.services.settings import SupervisorSettings
+from supervisor.services.traces import TraceFilter
 
 STALE_HEARTBEAT_SECONDS = 30.0
 
@@ -37,6 +38,8 @@ class ProcessRow:
     pid: int | None = None
     host: str = ""
     exit_code: int | None = None
+    #: The agent whose trace events belong to this row (an agent row's own id).
+    agent_id: str | None = None
 
     def heartbeat_age(self, now: datetime) -> float | None:
         """Seconds since the last heartbeat (``None`` when unknown)."""
@@ -46,6 +49,20 @@ class ProcessRow:
 
 
 ProcessListener = Callable[[list[ProcessRow]], None]
+
+
+def trace_filter_for(row: ProcessRow) -> TraceFilter:
+    """The live trace filtered to what ``row`` ran: its agent's events.
+
+    A supervised process whose agent the ledger does not name yet keeps the whole trace, and
+    the label says so rather than showing an empty, misleading list.
+    """
+    if row.agent_id is not None:
+        where = f"agent {row.agent_id}"
+        if row.key.startswith("process:"):
+            where = f"{row.key.removeprefix('process:')} ({where})"
+        return TraceFilter(agent_id=row.agent_id, label=where)
+    return TraceFilter(label=f"all agents ({row.key.partition(':')[2]} names no agent)")
 
 
 def agent_rows(
@@ -70,7 +87,12 @@ def agent_rows(
             states[proposal.owner] = ("needs reconciliation", proposal.updated_at)
     return [
         ProcessRow(
-            key=f"agent:{agent_id}", name=agent_id, kind="agent", state=state, heartbeat_at=at
+            key=f"agent:{agent_id}",
+            name=agent_id,
+            kind="agent",
+            state=state,
+            heartbeat_at=at,
+            agent_id=agent_id,
         )
         for agent_id, (state, at) in sorted(states.items())
     ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from supervisor.ledger.errors import LedgerError
@@ -32,6 +32,32 @@ class TraceBatch:
 
 
 TraceListener = Callable[[TraceBatch], None]
+
+
+@dataclass(frozen=True)
+class TraceFilter:
+    """Which events of the trace to show: one agent's (``agent_id``), or every event.
+
+    ``label`` says in words what is shown, for the pane's title (e.g. the process selected).
+    """
+
+    agent_id: str | None = None
+    label: str = "all agents"
+
+    def matches(self, event: TraceEvent) -> bool:
+        """True when ``event`` is shown under this filter."""
+        return self.agent_id is None or event.agent_id == self.agent_id
+
+
+ALL_EVENTS = TraceFilter()
+"""The filter that shows every event."""
+
+
+def filter_events(events: Iterable[TraceEvent], trace_filter: TraceFilter) -> list[TraceEvent]:
+    """The events ``trace_filter`` shows, in their order."""
+    if trace_filter.agent_id is None:
+        return list(events)
+    return [event for event in events if trace_filter.matches(event)]
 
 
 class TracesService:

@@ -28,7 +28,9 @@ from supervisor.services.settings import SupervisorSettings
 from supervisor.store.provider import SQLModelProvider
 
 SIZE = (120, 40)
-LONG_COMMAND = "supervisor run support.run_factories:crm_agent --input " + "x" * 200 + " --log /tmp/END"
+LONG_COMMAND = (
+    "supervisor run support.run_factories:crm_agent --input " + "x" * 200 + " --log /tmp/END"
+)
 
 
 class Sleepers:
@@ -92,7 +94,9 @@ async def test_selection_follows_the_process_through_refreshes_and_stop_is_confi
     for index in range(3):
         child = sleepers.spawn()
         runs[f"run-{index}"] = child
-        register(provider, f"run-{index}", child.pid, base + timedelta(seconds=index), f"run {index}")
+        register(
+            provider, f"run-{index}", child.pid, base + timedelta(seconds=index), f"run {index}"
+        )
     control = ProcessControl(provider.ledger, provider.url)
     app = make_app(settings, ledger=provider.ledger, identity=identity, process_control=control)
     async with app.run_test(size=SIZE) as pilot:
@@ -109,7 +113,9 @@ async def test_selection_follows_the_process_through_refreshes_and_stop_is_confi
             child = sleepers.spawn()
             runs[extra] = child
             register(provider, extra, child.pid, datetime.now(UTC), f"run {extra}")
-            await wait_for(pilot, lambda e=extra: f"process:{e}" in [r.key for r in pane.process_rows])
+            await wait_for(
+                pilot, lambda e=extra: f"process:{e}" in [r.key for r in pane.process_rows]
+            )
         await pilot.pause(1.2)  # one more refresh with nothing new
         assert screen.selected_process_id() == "run-1"
         assert pane.process_rows[pane.cursor_row].key == "process:run-1"
