@@ -34,7 +34,7 @@ from screens.widgets.inbox.inbox_pane import InboxPane
 from screens.widgets.processes.processes_pane import ProcessesPane, detail_line
 from screens.widgets.trace.trace_view import TraceView
 from supervisor.ledger.errors import LedgerError
-from supervisor.ledger.models import Proposal, TraceEvent
+from supervisor.ledger.models import AuditRecord, Proposal, TraceEvent
 from supervisor.services.approvals import ApprovalsService, InboxChange
 from supervisor.services.guard import RenderGuardMissing
 from supervisor.services.process_control import ProcessControl
@@ -42,6 +42,16 @@ from supervisor.services.processes import ProcessesService, ProcessRow, trace_fi
 from supervisor.services.results import ResultsService
 from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import ALL_EVENTS, TraceBatch, TraceFilter, TracesService
+
+#: The past tense of each decision record's action, for the "decided elsewhere" toast.
+DECIDED = {
+    "approve": "approved",
+    "reject": "rejected",
+    "cancel": "cancelled",
+    "revoke": "revoked",
+    "edit": "edited",
+    "expire": "expired",
+}
 
 
 class MainScreen(DecisionActions, ProcessActions):
@@ -100,7 +110,7 @@ class MainScreen(DecisionActions, ProcessActions):
                 yield InboxPane(self.settings.high_risk_domains, id="inbox")
                 yield Static("Live trace — all agents", classes="pane-title", id="trace-title")
                 yield TraceView(id="trace")
-            yield DetailPane(id="detail")
+            yield DetailPane(self.settings.high_risk_domains, id="detail")
         yield Footer()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -162,6 +172,9 @@ class MainScreen(DecisionActions, ProcessActions):
         change = message.change
         inbox = self.query_one(InboxPane)
         fresh = [p for p in change.upserted if p.proposal_id not in inbox.proposals]
+        # Taken before the rows change: a decided proposal leaves the inbox and the cursor
+        # moves on, but the operator was looking at it and must hear who decided it.
+        was_selected = self.selection.proposal
         inbox.apply(change)
         # The detail follows in the same frame as the rows, never one paint behind them.
         self._select(inbox.highlighted())
@@ -175,17 +188,26 @@ class MainScreen(DecisionActions, ProcessActions):
                 f"{escaped(first.tool_name)} from {escaped(first.owner or 'an agent')}{more}",
                 title="New proposal",
             )
-        me = self.approvals.identity.approver_id
+        if was_selected is not None:
+            self._announce_decisions(was_selected, change.decisions)
         for record in change.decisions:
             if self.selection.is_selected(record.subject):
-                if record.actor != me:
-                    self.notify(
-                        f"{escaped(record.actor)} {escaped(record.action)}d this proposal at "
-                        f"{record.at:%H:%M:%S} UTC",
-                        title="Decided elsewhere",
-                        severity="warning",
-                    )
                 self.load_detail(record.subject)
+
+    def _announce_decisions(self, proposal: Proposal, records: tuple[AuditRecord, ...]) -> None:
+        """Tell the operator when someone else decided the proposal they had selected."""
+        me = self.approvals.identity.approver_id
+        for record in records:
+            if record.subject != proposal.proposal_id or record.actor == me:
+                continue
+            done = DECIDED.get(record.action, record.action)
+            moved = "" if self.selection.is_selected(record.subject) else " (it left the inbox)"
+            self.notify(
+                f"{escaped(record.actor)} {done} {escaped(proposal.tool_name)} "
+                f"at {record.at:%H:%M:%S} UTC{moved}",
+                title="Decided elsewhere",
+                severity="warning",
+            )
 
     def on_trace_events_arrived(self, message: TraceEventsArrived) -> None:
         self.query_one(TraceView).set_events(self.traces.events())
