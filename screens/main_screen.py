@@ -24,6 +24,7 @@ from screens.messages import (
     ArgumentsRendered,
     BlobLoaded,
     InboxChanged,
+    LedgerConnectionChanged,
     ProcessesRefreshed,
     ProposalDetailLoaded,
     TraceEventsArrived,
@@ -36,6 +37,7 @@ from screens.widgets.trace.trace_view import TraceView
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import AuditRecord, Proposal, TraceEvent
 from supervisor.services.approvals import ApprovalsService, InboxChange
+from supervisor.services.connection import ConnectionStatus, LedgerConnection
 from supervisor.services.guard import RenderGuardMissing
 from supervisor.services.process_control import ProcessControl
 from supervisor.services.processes import ProcessesService, ProcessRow, trace_filter_for
@@ -89,8 +91,10 @@ class MainScreen(DecisionActions, ProcessActions):
         results: ResultsService,
         process_control: ProcessControl,
         settings: SupervisorSettings,
+        connection: LedgerConnection | None = None,
     ) -> None:
         super().__init__(approvals=approvals, results=results, settings=settings)
+        self.connection = connection or approvals.connection
         self.traces = traces
         self.processes = processes
         self.process_control = process_control
@@ -101,6 +105,7 @@ class MainScreen(DecisionActions, ProcessActions):
     def compose(self) -> ComposeResult:
         identity = self.approvals.identity.approver_id
         yield Static(literal(f"Agent Supervisor — approver {identity}"), id="title-bar")
+        yield Static("", id="ledger-banner", markup=False)
         with Horizontal(id="main-body"):
             with Vertical(id="left-column"):
                 yield Static("Agents and processes", classes="pane-title")
@@ -129,10 +134,15 @@ class MainScreen(DecisionActions, ProcessActions):
     def _on_processes(self, rows: list[ProcessRow]) -> None:
         self.post_message(ProcessesRefreshed(rows))
 
+    def _on_connection(self, status: ConnectionStatus) -> None:
+        self.post_message(LedgerConnectionChanged(status))
+
     def on_mount(self) -> None:
         self.approvals.subscribe(self._on_inbox)
         self.traces.subscribe(self._on_trace)
         self.processes.subscribe(self._on_processes)
+        self.connection.subscribe(self._on_connection)
+        self._show_connection(self.connection.status())
         self._loaded = self.approvals.loaded
         self.query_one(InboxPane).now = self.now()
         self.query_one(InboxPane).rebuild(self.approvals.pending())
@@ -146,6 +156,7 @@ class MainScreen(DecisionActions, ProcessActions):
         self.approvals.unsubscribe(self._on_inbox)
         self.traces.unsubscribe(self._on_trace)
         self.processes.unsubscribe(self._on_processes)
+        self.connection.unsubscribe(self._on_connection)
 
     def now(self) -> datetime:
         return self.settings.now()
@@ -208,6 +219,29 @@ class MainScreen(DecisionActions, ProcessActions):
                 title="Decided elsewhere",
                 severity="warning",
             )
+
+    def on_ledger_connection_changed(self, message: LedgerConnectionChanged) -> None:
+        self._show_connection(message.status)
+        if message.status.connected and message.status.outage_seconds is not None:
+            self.notify(
+                f"Reconnected after {message.status.outage_seconds:.1f}s; caught up from the "
+                "feed cursor.",
+                title="Ledger back",
+            )
+
+    def _show_connection(self, status: ConnectionStatus) -> None:
+        """The banner under the title: shown while the ledger cannot be reached."""
+        banner = self.query_one("#ledger-banner", Static)
+        banner.set_class(not status.connected, "-down")
+        if status.connected or status.down_since is None:
+            banner.update("")
+            return
+        banner.update(
+            literal(
+                f"Ledger unreachable since {status.down_since:%H:%M:%S} UTC, reconnecting; "
+                f"what is shown may be stale. {status.message}"
+            )
+        )
 
     def on_trace_events_arrived(self, message: TraceEventsArrived) -> None:
         self.query_one(TraceView).set_events(self.traces.events())

@@ -19,6 +19,7 @@ from datetime import datetime
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import Proposal, ProposalStatus, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.services.connection import LedgerConnection
 from supervisor.services.listeners import Listeners
 from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import TraceFilter
@@ -106,6 +107,7 @@ class ProcessesService:
         settings: Poll interval.
         pending: Returns the current pending proposals (e.g. ``ApprovalsService.pending``).
         trace: Returns recent trace events (e.g. ``TracesService.events``).
+        connection: Told whether each refresh reached the ledger (shared by the services).
     """
 
     def __init__(
@@ -115,8 +117,10 @@ class ProcessesService:
         *,
         pending: Callable[[], list[Proposal]] | None = None,
         trace: Callable[[], list[TraceEvent]] | None = None,
+        connection: LedgerConnection | None = None,
     ) -> None:
         self.ledger = ledger
+        self.connection = connection or LedgerConnection()
         self.settings = settings or SupervisorSettings()
         self._pending = pending or (lambda: [])
         self._trace = trace or (lambda: [])
@@ -173,11 +177,13 @@ class ProcessesService:
             return
         self._stop.clear()
 
+        def read() -> float:
+            self.refresh()
+            return interval
+
         def run() -> None:
             try:
-                while not self._stop.is_set():
-                    self.refresh()
-                    self._stop.wait(interval)
+                self.connection.follow("processes", read, self._stop)
             except LedgerError:
                 return
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import TraceEvent
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.services.connection import LedgerConnection
 from supervisor.services.listeners import Listeners
 from supervisor.services.settings import SupervisorSettings
 
@@ -68,10 +69,18 @@ class TracesService:
     Args:
         ledger: The shared ledger.
         settings: Capacity and poll interval.
+        connection: Told whether each read reached the ledger (shared by the services).
     """
 
-    def __init__(self, ledger: ApprovalLedger, settings: SupervisorSettings | None = None) -> None:
+    def __init__(
+        self,
+        ledger: ApprovalLedger,
+        settings: SupervisorSettings | None = None,
+        *,
+        connection: LedgerConnection | None = None,
+    ) -> None:
         self.ledger = ledger
+        self.connection = connection or LedgerConnection()
         self.settings = settings or SupervisorSettings()
         self.capacity = min(max(1, self.settings.trace_capacity), MAX_TRACE_CAPACITY)
         self._events: deque[TraceEvent] = deque(maxlen=self.capacity)
@@ -109,11 +118,13 @@ class TracesService:
             self._thread = None
 
     def _run(self) -> None:
+        def read() -> float:
+            batch = self.poll()
+            full = batch is not None and len(batch.events) >= _BATCH
+            return 0.0 if full else min(self.settings.poll_timeout, 0.1)
+
         try:
-            while not self._stop.is_set():
-                batch = self.poll()
-                if batch is None or len(batch.events) < _BATCH:
-                    self._stop.wait(min(self.settings.poll_timeout, 0.1))
+            self.connection.follow("traces", read, self._stop)
         except LedgerError:
             return
 
