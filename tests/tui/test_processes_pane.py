@@ -12,7 +12,7 @@ import signal
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -78,6 +78,11 @@ def dialog_text(app: object) -> str:
     return "\n".join(drawn_text(w) for w in screen.query(".dialog-question, .dialog-keys"))
 
 
+def listed(pane: ProcessesPane, key: str) -> Callable[[], bool]:
+    """True once the pane lists the row ``key``."""
+    return lambda: key in [row.key for row in pane.process_rows]
+
+
 def status_of(provider: SQLModelProvider, process_id: str) -> str:
     return next(p.status for p in provider.ledger.list_processes() if p.process_id == process_id)
 
@@ -113,9 +118,7 @@ async def test_selection_follows_the_process_through_refreshes_and_stop_is_confi
             child = sleepers.spawn()
             runs[extra] = child
             register(provider, extra, child.pid, datetime.now(UTC), f"run {extra}")
-            await wait_for(
-                pilot, lambda e=extra: f"process:{e}" in [r.key for r in pane.process_rows]
-            )
+            await wait_for(pilot, listed(pane, f"process:{extra}"))
         await pilot.pause(1.2)  # one more refresh with nothing new
         assert screen.selected_process_id() == "run-1"
         assert pane.process_rows[pane.cursor_row].key == "process:run-1"
