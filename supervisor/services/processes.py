@@ -152,8 +152,9 @@ class ProcessesService:
                 key=f"process:{process.process_id}",
                 name=process.command or process.process_id,
                 kind=process.kind,
+                # "exited 0", "stopped 143": how it ended, as the ledger recorded it.
                 state=(
-                    f"exited {process.exit_code}"
+                    f"{process.status} {process.exit_code}"
                     if process.exit_code is not None
                     else process.status
                 ),

@@ -146,6 +146,12 @@ async def test_selection_follows_the_process_through_refreshes_and_stop_is_confi
         await pilot.press("y")
         await wait_for(pilot, lambda: status_of(provider, "run-1") == "stopped", 10)
         await wait_for(pilot, lambda: runs["run-1"].poll() is not None, 10)
+        # The row says how it ended, as recorded (SIGTERM: 128 + 15).
+        await wait_for(
+            pilot,
+            lambda: pane.selected_row is not None and pane.selected_row.state == "stopped 143",
+            10,
+        )
         others = [child for name, child in runs.items() if name != "run-1"]
         assert all(child.poll() is None for child in others)
         assert all(status_of(provider, name) == "running" for name in runs if name != "run-1")
