@@ -254,9 +254,8 @@ class MainScreen(DecisionActions, ProcessActions):
     def on_processes_pane_process_selected(self, message: ProcessesPane.ProcessSelected) -> None:
         pane = self.query_one(ProcessesPane)
         self._show_process_detail(pane)
-        # The operator moving through the pane picks what the trace shows; the pane choosing
-        # its first row on its own does not.
-        if pane.has_focus and message.row is not None:
+        # The operator moving through the pane picks what the trace shows; a refresh does not.
+        if message.by_operator and message.row is not None:
             self._filter_trace(trace_filter_for(message.row))
 
     def on_data_table_row_selected(self, message: DataTable.RowSelected) -> None:

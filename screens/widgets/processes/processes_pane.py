@@ -1,8 +1,9 @@
 """Agents and supervised processes with their state and heartbeat age.
 
 The selection is a row key (``process:ID`` or ``agent:ID``), not a row number: the rows are
-re-read every second and may appear, vanish or change order, and the cursor stays on the same
-process through all of it, so a stop key reaches the run the operator chose. The pid and the
+re-read every second and may appear, vanish or change order, and once the operator has moved the
+cursor it stays on the process they chose through all of it, so a stop key reaches that run.
+Until then the cursor stays on the top row. The pid and the
 state come first and are never cut; the command is shortened to the width left over, and
 :func:`detail_line` gives the selected row's full text for the line under the table.
 """
@@ -79,14 +80,20 @@ class ProcessesPane(DataTable[Text]):
 
     @dataclass
     class ProcessSelected(Message):
-        """The selection moved to ``row`` (``None`` when nothing is listed)."""
+        """The selection moved to ``row`` (``None`` when nothing is listed).
+
+        ``by_operator`` is true when the operator moved the cursor (not a refresh).
+        """
 
         row: ProcessRow | None
+        by_operator: bool = False
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row")
         self.process_rows: list[ProcessRow] = []
         self.selected_key: str | None = None
+        #: True once the operator picked a row; before that the top row is selected.
+        self.chosen = False
         self._now: datetime | None = None
         self._width = 0
 
@@ -110,6 +117,7 @@ class ProcessesPane(DataTable[Text]):
             if row.key == key:
                 self.move_cursor(row=index)
                 self._take_cursor()
+                self.chosen = True
                 return True
         return False
 
@@ -118,13 +126,16 @@ class ProcessesPane(DataTable[Text]):
         self._take_cursor()
         self.process_rows = rows
         self._now = now
-        if self.selected_row is None:
-            self.selected_key = rows[0].key if rows else None
-            self.post_message(self.ProcessSelected(self.selected_row))
+        if self.selected_row is None or not self.chosen:
+            top = rows[0].key if rows else None
+            if top != self.selected_key or self.selected_row is None:
+                self.selected_key = top
+                self.post_message(self.ProcessSelected(self.selected_row))
         self._draw()
 
     def _take_cursor(self) -> None:
-        """Make the row under the cursor the selection (the operator may have just moved it)."""
+        """Make the row under the cursor the selection: a different row there means the
+        operator moved the cursor (a refresh puts it back on the selected row)."""
         if not self.row_count:
             return
         try:
@@ -133,7 +144,8 @@ class ProcessesPane(DataTable[Text]):
             return
         if key is not None and key != self.selected_key:
             self.selected_key = key
-            self.post_message(self.ProcessSelected(self.selected_row))
+            self.chosen = True
+            self.post_message(self.ProcessSelected(self.selected_row, by_operator=True))
 
     def _command_width(self, fixed: list[tuple[str, ...]]) -> int:
         """Cells left for the command once the other columns have their full width."""
