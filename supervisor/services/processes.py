@@ -39,8 +39,6 @@ class ProcessRow:
     pid: int | None = None
     host: str = ""
     exit_code: int | None = None
-    #: The agent whose trace events belong to this row (an agent row's own id).
-    agent_id: str | None = None
 
     def heartbeat_age(self, now: datetime) -> float | None:
         """Seconds since the last heartbeat (``None`` when unknown)."""
@@ -53,17 +51,15 @@ ProcessListener = Callable[[list[ProcessRow]], None]
 
 
 def trace_filter_for(row: ProcessRow) -> TraceFilter:
-    """The live trace filtered to what ``row`` ran: its agent's events.
+    """The live trace filtered to what ``row`` ran: an agent row's own events.
 
-    A supervised process whose agent the ledger does not name yet keeps the whole trace, and
-    the label says so rather than showing an empty, misleading list.
+    A supervised process row keeps the whole trace, and the label says so rather than showing
+    an empty, misleading list: the process table does not name the agent a process runs.
     """
-    if row.agent_id is not None:
-        where = f"agent {row.agent_id}"
-        if row.key.startswith("process:"):
-            where = f"{row.key.removeprefix('process:')} ({where})"
-        return TraceFilter(agent_id=row.agent_id, label=where)
-    return TraceFilter(label=f"all agents ({row.key.partition(':')[2]} names no agent)")
+    kind, _, name = row.key.partition(":")
+    if kind == "agent":
+        return TraceFilter(agent_id=name, label=f"agent {name}")
+    return TraceFilter(label=f"all agents ({name} names no agent)")
 
 
 def agent_rows(
@@ -88,12 +84,7 @@ def agent_rows(
             states[proposal.owner] = ("needs reconciliation", proposal.updated_at)
     return [
         ProcessRow(
-            key=f"agent:{agent_id}",
-            name=agent_id,
-            kind="agent",
-            state=state,
-            heartbeat_at=at,
-            agent_id=agent_id,
+            key=f"agent:{agent_id}", name=agent_id, kind="agent", state=state, heartbeat_at=at
         )
         for agent_id, (state, at) in sorted(states.items())
     ]
@@ -152,9 +143,8 @@ class ProcessesService:
                 key=f"process:{process.process_id}",
                 name=process.command or process.process_id,
                 kind=process.kind,
-                # "exited 0", "stopped 143": how it ended, as the ledger recorded it.
                 state=(
-                    f"{process.status} {process.exit_code}"
+                    f"exited {process.exit_code}"
                     if process.exit_code is not None
                     else process.status
                 ),
