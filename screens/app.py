@@ -16,6 +16,7 @@ from screens.review_screen import ReviewScreen
 from supervisor.assets import asset_path
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.services.approvals import ApprovalsService
+from supervisor.services.connection import LedgerConnection
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.process_control import ProcessControl
 from supervisor.services.processes import ProcessesService
@@ -153,9 +154,14 @@ def make_app(
     if ledger is None:
         provider = SQLModelProvider(settings.db_url)
         ledger = provider.ledger
-    approvals = ApprovalsService(ledger, identity or ApproverIdentity.current("tui"), settings)
-    traces = TracesService(ledger, settings)
-    processes = ProcessesService(ledger, settings, pending=approvals.pending, trace=traces.events)
+    connection = LedgerConnection()
+    approvals = ApprovalsService(
+        ledger, identity or ApproverIdentity.current("tui"), settings, connection=connection
+    )
+    traces = TracesService(ledger, settings, connection=connection)
+    processes = ProcessesService(
+        ledger, settings, pending=approvals.pending, trace=traces.events, connection=connection
+    )
     control = process_control or ProcessControl(
         ledger, provider.url if provider is not None else settings.db_url
     )
@@ -166,6 +172,7 @@ def make_app(
         results=ResultsService(ledger),
         process_control=control,
         settings=settings,
+        connection=connection,
     )
     return SupervisorApp(
         main,

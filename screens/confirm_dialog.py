@@ -10,6 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from screens.key_hints import key_hints, key_line
 from screens.literal import literal_lines
 
 
@@ -32,6 +33,13 @@ class ConfirmDialog(ModalScreen[bool]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.confirm_label, variant="warning", id="confirm-yes")
                 yield Button("Back", id="confirm-no")
+            yield key_line(
+                key_hints(
+                    self.BINDINGS,
+                    [("Tab", "next button"), ("Enter", "press it")],
+                    labels={"confirm.yes": self.confirm_label, "confirm.no": "Back"},
+                )
+            )
 
     def on_mount(self) -> None:
         self.query_one("#confirm-no", Button).focus()

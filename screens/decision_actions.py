@@ -30,6 +30,7 @@ from supervisor.ledger.models import Proposal
 from supervisor.services.approvals import ApprovalsService
 from supervisor.services.guard import RenderedGuard
 from supervisor.services.results import ResultsService
+from supervisor.services.risk import is_high_risk
 from supervisor.services.settings import SupervisorSettings
 
 PROPOSAL_ACTIONS = frozenset(
@@ -122,7 +123,7 @@ class DecisionActions(Screen[None]):
         return True
 
     def _high_risk(self, proposal: Proposal) -> bool:
-        return any(domain in self.settings.high_risk_domains for domain in proposal.domains)
+        return is_high_risk(proposal, self.settings.high_risk_domains)
 
     # -- actions --------------------------------------------------------------------------
 

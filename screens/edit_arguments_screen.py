@@ -11,6 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static, TextArea
 
+from screens.key_hints import key_hints, key_line
 from screens.literal import escaped, literal, literal_lines
 from supervisor.ledger.models import Proposal
 from supervisor.ledger.policy import diff_arguments
@@ -61,6 +62,7 @@ class EditArgumentsScreen(ModalScreen[dict[str, Any] | None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Save as new proposal", variant="primary", id="edit-save")
                 yield Button("Back", id="edit-back")
+            yield key_line(key_hints(self.BINDINGS))
 
     def on_mount(self) -> None:
         self.query_one(TextArea).focus()

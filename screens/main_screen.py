@@ -15,7 +15,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Static
+from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
 from screens.decision_actions import DecisionActions
@@ -24,6 +24,7 @@ from screens.messages import (
     ArgumentsRendered,
     BlobLoaded,
     InboxChanged,
+    LedgerConnectionChanged,
     ProcessesRefreshed,
     ProposalDetailLoaded,
     TraceEventsArrived,
@@ -31,17 +32,28 @@ from screens.messages import (
 from screens.process_actions import ProcessActions
 from screens.widgets.detail.detail_pane import DetailPane
 from screens.widgets.inbox.inbox_pane import InboxPane
-from screens.widgets.processes.processes_pane import ProcessesPane
+from screens.widgets.processes.processes_pane import ProcessesPane, detail_line
 from screens.widgets.trace.trace_view import TraceView
 from supervisor.ledger.errors import LedgerError
-from supervisor.ledger.models import Proposal, TraceEvent
+from supervisor.ledger.models import AuditRecord, Proposal, TraceEvent
 from supervisor.services.approvals import ApprovalsService, InboxChange
+from supervisor.services.connection import ConnectionStatus, LedgerConnection
 from supervisor.services.guard import RenderGuardMissing
 from supervisor.services.process_control import ProcessControl
-from supervisor.services.processes import ProcessesService, ProcessRow
+from supervisor.services.processes import ProcessesService, ProcessRow, trace_filter_for
 from supervisor.services.results import ResultsService
 from supervisor.services.settings import SupervisorSettings
-from supervisor.services.traces import TraceBatch, TracesService
+from supervisor.services.traces import ALL_EVENTS, TraceBatch, TraceFilter, TracesService
+
+#: The past tense of each decision record's action, for the "decided elsewhere" toast.
+DECIDED = {
+    "approve": "approved",
+    "reject": "rejected",
+    "cancel": "cancelled",
+    "revoke": "revoked",
+    "edit": "edited",
+    "expire": "expired",
+}
 
 
 class MainScreen(DecisionActions, ProcessActions):
@@ -67,6 +79,7 @@ class MainScreen(DecisionActions, ProcessActions):
         Binding("l", "follow_log", "Log", id="follow-log"),
         Binding("k", "stop_process", "Stop", id="stop-process"),
         Binding("p", "focus_processes", "Processes", id="focus-processes"),
+        Binding("f", "clear_trace_filter", "All agents", id="clear-trace-filter"),
     ]
 
     def __init__(
@@ -78,27 +91,37 @@ class MainScreen(DecisionActions, ProcessActions):
         results: ResultsService,
         process_control: ProcessControl,
         settings: SupervisorSettings,
+        connection: LedgerConnection | None = None,
     ) -> None:
         super().__init__(approvals=approvals, results=results, settings=settings)
+        self.connection = connection or approvals.connection
         self.traces = traces
         self.processes = processes
         self.process_control = process_control
         self._warned: set[str] = set()
         self._loaded = False
+        self.trace_filter: TraceFilter = ALL_EVENTS
 
     def compose(self) -> ComposeResult:
         identity = self.approvals.identity.approver_id
         yield Static(literal(f"Agent Supervisor — approver {identity}"), id="title-bar")
+        yield Static("", id="ledger-banner", markup=False)
         with Horizontal(id="main-body"):
             with Vertical(id="left-column"):
                 yield Static("Agents and processes", classes="pane-title")
                 yield ProcessesPane(id="processes")
+                yield Static("", id="process-detail", markup=False)
                 yield Static("Approval inbox", classes="pane-title")
                 yield InboxPane(self.settings.high_risk_domains, id="inbox")
-                yield Static("Live trace", classes="pane-title")
+                yield Static("Live trace — all agents", classes="pane-title", id="trace-title")
                 yield TraceView(id="trace")
-            yield DetailPane(id="detail")
+            yield DetailPane(self.settings.high_risk_domains, id="detail")
         yield Footer()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_trace_filter":
+            return True if self.trace_filter is not ALL_EVENTS else None
+        return super().check_action(action, parameters)
 
     # -- wiring ---------------------------------------------------------------------------
 
@@ -111,10 +134,15 @@ class MainScreen(DecisionActions, ProcessActions):
     def _on_processes(self, rows: list[ProcessRow]) -> None:
         self.post_message(ProcessesRefreshed(rows))
 
+    def _on_connection(self, status: ConnectionStatus) -> None:
+        self.post_message(LedgerConnectionChanged(status))
+
     def on_mount(self) -> None:
         self.approvals.subscribe(self._on_inbox)
         self.traces.subscribe(self._on_trace)
         self.processes.subscribe(self._on_processes)
+        self.connection.subscribe(self._on_connection)
+        self._show_connection(self.connection.status())
         self._loaded = self.approvals.loaded
         self.query_one(InboxPane).now = self.now()
         inbox = self.query_one(InboxPane)
@@ -122,6 +150,7 @@ class MainScreen(DecisionActions, ProcessActions):
         inbox.rebuild(self.approvals.pending())
         self.query_one(TraceView).set_events(self.traces.events())
         self.query_one(ProcessesPane).show_rows(self.processes.rows(), self.now())
+        self._show_process_detail(self.query_one(ProcessesPane))
         self.set_interval(1.0, self._tick)
         self.set_focus(self.query_one("#inbox-table"))
 
@@ -129,6 +158,7 @@ class MainScreen(DecisionActions, ProcessActions):
         self.approvals.unsubscribe(self._on_inbox)
         self.traces.unsubscribe(self._on_trace)
         self.processes.unsubscribe(self._on_processes)
+        self.connection.unsubscribe(self._on_connection)
 
     def now(self) -> datetime:
         return self.settings.now()
@@ -155,6 +185,9 @@ class MainScreen(DecisionActions, ProcessActions):
         change = message.change
         inbox = self.query_one(InboxPane)
         fresh = [p for p in change.upserted if p.proposal_id not in inbox.proposals]
+        # Taken before the rows change: a decided proposal leaves the inbox and the cursor
+        # moves on, but the operator was looking at it and must hear who decided it.
+        was_selected = self.selection.proposal
         inbox.apply(change)
         self.move_to_followed()
         # The detail follows in the same frame as the rows, never one paint behind them.
@@ -169,27 +202,87 @@ class MainScreen(DecisionActions, ProcessActions):
                 f"{escaped(first.tool_name)} from {escaped(first.owner or 'an agent')}{more}",
                 title="New proposal",
             )
-        me = self.approvals.identity.approver_id
+        if was_selected is not None:
+            self._announce_decisions(was_selected, change.decisions)
         for record in change.decisions:
             if self.selection.is_selected(record.subject):
-                if record.actor != me:
-                    self.notify(
-                        f"{escaped(record.actor)} {escaped(record.action)}d this proposal at "
-                        f"{record.at:%H:%M:%S} UTC",
-                        title="Decided elsewhere",
-                        severity="warning",
-                    )
                 self.load_detail(record.subject)
         if change.orphaned is not None:  # a waiting process came or went: say so in the detail
             for proposal in change.upserted:
                 if self.selection.is_selected(proposal.proposal_id):
                     self.load_detail(proposal.proposal_id)
 
+    def _announce_decisions(self, proposal: Proposal, records: tuple[AuditRecord, ...]) -> None:
+        """Tell the operator when someone else decided the proposal they had selected."""
+        me = self.approvals.identity.approver_id
+        for record in records:
+            if record.subject != proposal.proposal_id or record.actor == me:
+                continue
+            done = DECIDED.get(record.action, record.action)
+            moved = "" if self.selection.is_selected(record.subject) else " (it left the inbox)"
+            self.notify(
+                f"{escaped(record.actor)} {done} {escaped(proposal.tool_name)} "
+                f"at {record.at:%H:%M:%S} UTC{moved}",
+                title="Decided elsewhere",
+                severity="warning",
+            )
+
+    def on_ledger_connection_changed(self, message: LedgerConnectionChanged) -> None:
+        self._show_connection(message.status)
+        if message.status.connected and message.status.outage_seconds is not None:
+            self.notify(
+                f"Reconnected after {message.status.outage_seconds:.1f}s; caught up from the "
+                "feed cursor.",
+                title="Ledger back",
+            )
+
+    def _show_connection(self, status: ConnectionStatus) -> None:
+        """The banner under the title: shown while the ledger cannot be reached."""
+        banner = self.query_one("#ledger-banner", Static)
+        banner.set_class(not status.connected, "-down")
+        if status.connected or status.down_since is None:
+            banner.update("")
+            return
+        banner.update(
+            literal(
+                f"Ledger unreachable since {status.down_since:%H:%M:%S} UTC, reconnecting; "
+                f"what is shown may be stale. {status.message}"
+            )
+        )
+
     def on_trace_events_arrived(self, message: TraceEventsArrived) -> None:
         self.query_one(TraceView).set_events(self.traces.events())
 
     def on_processes_refreshed(self, message: ProcessesRefreshed) -> None:
-        self.query_one(ProcessesPane).show_rows(message.rows, self.now())
+        pane = self.query_one(ProcessesPane)
+        pane.show_rows(message.rows, self.now())
+        self._show_process_detail(pane)
+
+    def on_processes_pane_process_selected(self, message: ProcessesPane.ProcessSelected) -> None:
+        pane = self.query_one(ProcessesPane)
+        self._show_process_detail(pane)
+        # The operator moving through the pane picks what the trace shows; a refresh does not.
+        if message.by_operator and message.row is not None:
+            self._filter_trace(trace_filter_for(message.row))
+
+    def on_data_table_row_selected(self, message: DataTable.RowSelected) -> None:
+        row = self.query_one(ProcessesPane).selected_row
+        if message.data_table.id == "processes" and row is not None:
+            self._filter_trace(trace_filter_for(row))
+
+    def _filter_trace(self, trace_filter: TraceFilter) -> None:
+        self.trace_filter = trace_filter
+        self.query_one(TraceView).set_filter(trace_filter)
+        self.query_one("#trace-title", Static).update(literal(f"Live trace — {trace_filter.label}"))
+        self.refresh_bindings()
+
+    def action_clear_trace_filter(self) -> None:
+        """Show every agent's events in the trace again."""
+        self._filter_trace(ALL_EVENTS)
+
+    def _show_process_detail(self, pane: ProcessesPane) -> None:
+        """The selected process's full command, pid, host and state, under the table."""
+        self.query_one("#process-detail", Static).update(literal(detail_line(pane.selected_row)))
 
     # -- selection and detail -------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from textual.message import Message
 from screens.decisions import Decision
 from supervisor.ledger.models import AuditRecord, Blob, Proposal, ProposalWaiter, TraceEvent
 from supervisor.services.approvals import InboxChange
+from supervisor.services.connection import ConnectionStatus
 from supervisor.services.processes import ProcessRow
 
 
@@ -80,3 +81,10 @@ class DecisionFailed(Message):
 
     decision: Decision
     message: str
+
+
+@dataclass
+class LedgerConnectionChanged(Message):
+    """The ledger became unreachable, or reachable again."""
+
+    status: ConnectionStatus

@@ -13,6 +13,7 @@ from textual import work
 from textual.message import Message
 from textual.screen import Screen
 
+from screens.confirm_dialog import ConfirmDialog
 from screens.literal import escaped
 from screens.log_screen import LogScreen
 from screens.run_dialog import RunDialog, RunRequest
@@ -57,12 +58,8 @@ class ProcessActions(Screen[None]):
     process_control: ProcessControl
 
     def selected_process_id(self) -> str | None:
-        """The process id of the highlighted row of the processes pane, if it is a process."""
-        pane = self.query_one(ProcessesPane)
-        if not pane.process_rows or pane.cursor_row >= len(pane.process_rows):
-            return None
-        key = pane.process_rows[pane.cursor_row].key
-        return key.removeprefix("process:") if key.startswith("process:") else None
+        """The selected process of the processes pane (by id, whatever row it is on now)."""
+        return self.query_one(ProcessesPane).selected_process_id
 
     # -- start ----------------------------------------------------------------------------
 
@@ -92,7 +89,7 @@ class ProcessActions(Screen[None]):
 
     def follow(self, process_id: str, log_path: Path) -> None:
         """Open the log viewer on a run's output."""
-        self.app.push_screen(LogScreen(process_id, log_path, stopper=self.stop_process))
+        self.app.push_screen(LogScreen(process_id, log_path, stopper=self.confirm_stop))
 
     def action_follow_log(self) -> None:
         process_id = self.selected_process_id()
@@ -120,7 +117,31 @@ class ProcessActions(Screen[None]):
         if process_id is None:
             self.notify("Select a supervised process first.", severity="warning")
             return
-        self.stop_process(process_id)
+        self.confirm_stop(process_id)
+
+    def confirm_stop(self, process_id: str) -> None:
+        """Ask to stop ``process_id``, naming the run, its pid and command; stop on "yes"."""
+        row = next(
+            (
+                r
+                for r in self.query_one(ProcessesPane).process_rows
+                if r.key == f"process:{process_id}"
+            ),
+            None,
+        )
+        pid = f"pid {row.pid}" if row is not None and row.pid is not None else "pid unknown"
+        host = escaped(row.host or "?") if row is not None else "?"
+        command = escaped(row.name) if row is not None else ""
+        question = (
+            f"Stop {escaped(process_id)} ({pid} on {host})?\n{command}\n"
+            "SIGTERM to its process group, SIGKILL after the grace period."
+        )
+
+        def confirmed(answer: bool | None) -> None:
+            if answer:
+                self.stop_process(process_id)
+
+        self.app.push_screen(ConfirmDialog(question, "Stop"), confirmed)
 
     def stop_process(self, process_id: str) -> None:
         """Stop a run in a worker (SIGTERM, then SIGKILL after the grace period)."""

@@ -10,6 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from screens.key_hints import key_hints, key_line
 from screens.literal import literal_lines
 
 
@@ -31,6 +32,7 @@ class ReasonDialog(ModalScreen[str | None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Submit", variant="primary", id="reason-submit")
                 yield Button("Back", id="reason-back")
+            yield key_line(key_hints([*self.BINDINGS], [("Enter", "Submit")]))
 
     def on_mount(self) -> None:
         self.query_one(Input).focus()

@@ -11,6 +11,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from screens.key_hints import key_hints, key_line
+
 
 @dataclass(frozen=True)
 class RunRequest:
@@ -39,6 +41,7 @@ class RunDialog(ModalScreen[RunRequest | None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Start", variant="primary", id="run-start")
                 yield Button("Back", id="run-cancel")
+            yield key_line(key_hints(self.BINDINGS, [("Enter", "next field, then Start")]))
 
     def on_mount(self) -> None:
         self.query_one("#run-reference", Input).focus()

@@ -19,6 +19,7 @@ from supervisor.ledger.errors import LedgerError, ProposalNotFound
 from supervisor.ledger.models import AuditRecord, Proposal, ProposalStatus, ProposalWaiter
 from supervisor.ledger.policy import diff_arguments
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.services.connection import LedgerConnection
 from supervisor.services.guard import RenderedGuard, RenderGuardMissing
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.listeners import Listeners
@@ -79,6 +80,7 @@ class ApprovalsService:
         ledger: The shared approval ledger.
         identity: Who decides from here (``via`` is taken from its context).
         settings: Instance settings (feed timeout).
+        connection: Told whether each read reached the ledger (shared by the services).
     """
 
     def __init__(
@@ -86,8 +88,11 @@ class ApprovalsService:
         ledger: ApprovalLedger,
         identity: ApproverIdentity,
         settings: SupervisorSettings | None = None,
+        *,
+        connection: LedgerConnection | None = None,
     ) -> None:
         self.ledger = ledger
+        self.connection = connection or LedgerConnection()
         self.identity = identity
         self.settings = settings or SupervisorSettings()
         self._lock = threading.RLock()
@@ -132,17 +137,22 @@ class ApprovalsService:
             self._thread = None
 
     def _run(self) -> None:
-        try:
+        checked = 0.0
+
+        def read() -> float:
+            nonlocal checked
             if not self._loaded:
                 self.load()
-            checked = 0.0
-            while not self._stop.is_set():
-                self.poll(self.settings.poll_timeout)
-                if time.monotonic() - checked >= ORPHAN_CHECK_SECONDS:
-                    checked = time.monotonic()
-                    self.refresh_orphans()
+            self.poll(self.settings.poll_timeout)
+            if time.monotonic() - checked >= ORPHAN_CHECK_SECONDS:
+                checked = time.monotonic()
+                self.refresh_orphans()
+            return 0.0
+
+        try:
+            self.connection.follow("approvals", read, self._stop)
         except LedgerError:
-            # The ledger went away (closed or unreachable); the UI keeps its last state.
+            # The ledger was closed or refuses this reader for good; the UI keeps its state.
             return
 
     # -- reading --------------------------------------------------------------------------
@@ -182,16 +192,22 @@ class ApprovalsService:
             size = self.settings.inbox_page
 
     def poll(self, timeout: float = 0.0) -> InboxChange | None:
-        """Apply feed records after the cursor (waiting up to ``timeout``) and publish them."""
+        """Apply feed records after the cursor (waiting up to ``timeout``) and publish them.
+
+        The cursor moves only once the records were applied: a read that fails half-way (the
+        server went down) is read again from the same cursor, so no proposal is skipped.
+        """
         records = self.ledger.wait_for_change(self._cursor, timeout)
         if not records:
             return None
-        self._cursor = records[-1].seq
+        with self._lock:
+            fresh = [record for record in records if record.seq > self._applied_through]
+        change = self._apply_records(fresh)
         with self._lock:
             for record in records:
                 self._history.setdefault(record.subject, []).append(record)
-            fresh = [record for record in records if record.seq > self._applied_through]
-        return self._apply_records(fresh) or InboxChange(loaded=self._loaded)
+        self._cursor = records[-1].seq
+        return change or InboxChange(loaded=self._loaded)
 
     def _apply_records(self, records: list[AuditRecord]) -> InboxChange | None:
         """Bring the pending set up to date with ``records`` (newer than any applied before)."""

@@ -21,8 +21,10 @@ from datetime import datetime
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import ProcessRecord, Proposal, ProposalStatus, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.services.connection import LedgerConnection
 from supervisor.services.listeners import Listeners
 from supervisor.services.settings import SupervisorSettings
+from supervisor.services.traces import TraceFilter
 
 STALE_HEARTBEAT_SECONDS = 30.0
 
@@ -72,6 +74,18 @@ def process_state(process: ProcessRecord, now: datetime) -> tuple[str, datetime 
     return process.status, None
 
 
+def trace_filter_for(row: ProcessRow) -> TraceFilter:
+    """The live trace filtered to what ``row`` ran: an agent row's own events.
+
+    A supervised process row keeps the whole trace, and the label says so rather than showing
+    an empty, misleading list: the process table does not name the agent a process runs.
+    """
+    kind, _, name = row.key.partition(":")
+    if kind == "agent":
+        return TraceFilter(agent_id=name, label=f"agent {name}")
+    return TraceFilter(label=f"all agents ({name} names no agent)")
+
+
 def agent_rows(
     pending: Iterable[Proposal],
     reconciling: Iterable[Proposal],
@@ -118,6 +132,7 @@ class ProcessesService:
         settings: Poll interval.
         pending: Returns the current pending proposals (e.g. ``ApprovalsService.pending``).
         trace: Returns recent trace events (e.g. ``TracesService.events``).
+        connection: Told whether each refresh reached the ledger (shared by the services).
     """
 
     def __init__(
@@ -127,8 +142,10 @@ class ProcessesService:
         *,
         pending: Callable[[], list[Proposal]] | None = None,
         trace: Callable[[], list[TraceEvent]] | None = None,
+        connection: LedgerConnection | None = None,
     ) -> None:
         self.ledger = ledger
+        self.connection = connection or LedgerConnection()
         self.settings = settings or SupervisorSettings()
         self._pending = pending or (lambda: [])
         self._trace = trace or (lambda: [])
@@ -187,11 +204,13 @@ class ProcessesService:
             return
         self._stop.clear()
 
+        def read() -> float:
+            self.refresh()
+            return interval
+
         def run() -> None:
             try:
-                while not self._stop.is_set():
-                    self.refresh()
-                    self._stop.wait(interval)
+                self.connection.follow("processes", read, self._stop)
             except LedgerError:
                 return
 

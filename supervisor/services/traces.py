@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import TraceEvent
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.services.connection import LedgerConnection
 from supervisor.services.listeners import Listeners
 from supervisor.services.settings import SupervisorSettings
 
@@ -34,6 +35,32 @@ class TraceBatch:
 TraceListener = Callable[[TraceBatch], None]
 
 
+@dataclass(frozen=True)
+class TraceFilter:
+    """Which events of the trace to show: one agent's (``agent_id``), or every event.
+
+    ``label`` says in words what is shown, for the pane's title (e.g. the process selected).
+    """
+
+    agent_id: str | None = None
+    label: str = "all agents"
+
+    def matches(self, event: TraceEvent) -> bool:
+        """True when ``event`` is shown under this filter."""
+        return self.agent_id is None or event.agent_id == self.agent_id
+
+
+ALL_EVENTS = TraceFilter()
+"""The filter that shows every event."""
+
+
+def filter_events(events: Iterable[TraceEvent], trace_filter: TraceFilter) -> list[TraceEvent]:
+    """The events ``trace_filter`` shows, in their order."""
+    if trace_filter.agent_id is None:
+        return list(events)
+    return [event for event in events if trace_filter.matches(event)]
+
+
 class TracesService:
     """The newest ``settings.trace_capacity`` trace events, oldest first.
 
@@ -42,10 +69,18 @@ class TracesService:
     Args:
         ledger: The shared ledger.
         settings: Capacity and poll interval.
+        connection: Told whether each read reached the ledger (shared by the services).
     """
 
-    def __init__(self, ledger: ApprovalLedger, settings: SupervisorSettings | None = None) -> None:
+    def __init__(
+        self,
+        ledger: ApprovalLedger,
+        settings: SupervisorSettings | None = None,
+        *,
+        connection: LedgerConnection | None = None,
+    ) -> None:
         self.ledger = ledger
+        self.connection = connection or LedgerConnection()
         self.settings = settings or SupervisorSettings()
         self.capacity = min(max(1, self.settings.trace_capacity), MAX_TRACE_CAPACITY)
         self._events: deque[TraceEvent] = deque(maxlen=self.capacity)
@@ -83,11 +118,13 @@ class TracesService:
             self._thread = None
 
     def _run(self) -> None:
+        def read() -> float:
+            batch = self.poll()
+            full = batch is not None and len(batch.events) >= _BATCH
+            return 0.0 if full else min(self.settings.poll_timeout, 0.1)
+
         try:
-            while not self._stop.is_set():
-                batch = self.poll()
-                if batch is None or len(batch.events) < _BATCH:
-                    self._stop.wait(min(self.settings.poll_timeout, 0.1))
+            self.connection.follow("traces", read, self._stop)
         except LedgerError:
             return
 

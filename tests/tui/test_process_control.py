@@ -14,6 +14,7 @@ from support.run_factories import CRM_QUERY, crm_turn
 from tui_helpers import record_notifications, wait_for
 
 from screens.app import make_app
+from screens.confirm_dialog import ConfirmDialog
 from screens.log_screen import LogScreen
 from screens.main_screen import MainScreen
 from screens.run_dialog import RunDialog
@@ -114,6 +115,8 @@ async def test_stop_a_waiting_run_from_the_processes_pane(
         await pilot.pause()
         assert screen.selected_process_id() == started.process_id
         await pilot.press("k")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await pilot.press("y")
         await wait_for(pilot, lambda: any("stopped" in note for note in notes), 20)
         record = _process(provider, started.process_id)
         assert record is not None and record.status == "stopped"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from datetime import datetime
 
 from rich.text import Text
@@ -14,6 +15,7 @@ from screens.literal import escaped, literal
 from screens.widgets.detail.arguments_view import ArgumentsView
 from supervisor.ledger.models import AuditRecord, Blob, Proposal, ProposalWaiter, TraceEvent
 from supervisor.services.rendering import short_hash
+from supervisor.services.risk import risk_label
 
 
 def _when(moment: datetime | None) -> str:
@@ -61,8 +63,9 @@ def history_lines(history: list[AuditRecord]) -> list[str]:
 class DetailPane(Vertical):
     """Header, fields, the full arguments (or payload) and the decision history."""
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, high_risk_domains: Collection[str] = (), *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.high_risk_domains = high_risk_domains
         self.proposal: Proposal | None = None
         self.event: TraceEvent | None = None
         self.full_hash = False
@@ -176,7 +179,8 @@ class DetailPane(Vertical):
             f"owner       {proposal.owner or '-'}   user {proposal.user or '-'}",
             f"thread      {proposal.thread_id or '-'}",
             f"checkpoint  {proposal.checkpoint_id or '-'}",
-            f"domains     {', '.join(proposal.domains) or '-'}   risk {proposal.risk or '-'}",
+            f"domains     {', '.join(proposal.domains) or '-'}   "
+            f"risk {risk_label(proposal, self.high_risk_domains)}",
             f"target      {json.dumps(proposal.execution_target, ensure_ascii=False)}",
             f"created     {_when(proposal.created_at)}",
             f"expires     {_when(proposal.expires_at)}",

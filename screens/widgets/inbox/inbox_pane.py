@@ -15,6 +15,7 @@ from screens.widgets.inbox.inbox_list import COLUMNS, InboxList
 from supervisor.ledger.models import Proposal
 from supervisor.services.approvals import InboxChange
 from supervisor.services.rendering import visible_escapes
+from supervisor.services.risk import risk_label
 
 #: Put before the tool of a proposal whose waiting process is gone (the detail pane says more).
 ORPHAN_BADGE = "orphan: "
@@ -32,13 +33,6 @@ def format_countdown(expires_at: datetime, now: datetime) -> str:
     if minutes:
         return f"{minutes}m {secs:02d}s"
     return f"{secs}s"
-
-
-def risk_label(proposal: Proposal, high_risk_domains: Collection[str]) -> str:
-    """The proposal's risk label, ``high`` when one of its domains is marked high-risk."""
-    if any(domain in high_risk_domains for domain in proposal.domains):
-        return "high"
-    return proposal.risk or "-"
 
 
 def matches(proposal: Proposal, query: str) -> bool:

@@ -1,16 +1,32 @@
-"""Agents and supervised processes with their state and heartbeat age."""
+"""Agents and supervised processes with their state and heartbeat age.
+
+The selection is a row key (``process:ID`` or ``agent:ID``), not a row number: the rows are
+re-read every second and may appear, vanish or change order, and once the operator has moved the
+cursor it stays on the process they chose through all of it, so a stop key reaches that run.
+Until then the cursor stays on the top row. The pid and the
+state come first and are never cut; the command is shortened to the width left over, and
+:func:`detail_line` gives the selected row's full text for the line under the table.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from rich.text import Text
+from textual import events
+from textual.coordinate import Coordinate
+from textual.message import Message
 from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist
 
 from screens.literal import literal
 from supervisor.services.processes import ProcessRow
+from supervisor.services.rendering import visible_escapes
 
-COLUMNS = ("name", "kind", "state", "heartbeat", "pid@host")
+#: Columns in order; ``name`` (the command) takes whatever width the others leave.
+COLUMNS = ("pid", "state", "kind", "heartbeat", "host", "name")
+_ELLIPSIS = "…"
 
 
 def format_age(seconds: float | None) -> str:
@@ -24,6 +40,37 @@ def format_age(seconds: float | None) -> str:
     return f"{int(seconds // 3600)}h"
 
 
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` cells with a trailing ellipsis when it does not fit."""
+    if len(text) <= width:
+        return text
+    return text[: max(0, width - 1)] + _ELLIPSIS
+
+
+def process_id_of(key: str | None) -> str | None:
+    """The process id of a ``process:ID`` row key (``None`` for agent rows)."""
+    if key is None or not key.startswith("process:"):
+        return None
+    return key.removeprefix("process:")
+
+
+def detail_line(row: ProcessRow | None) -> str:
+    """The full, unshortened description of one row (shown under the table)."""
+    if row is None:
+        return "no process selected"
+    process_id = process_id_of(row.key)
+    if process_id is None:
+        return f"agent {row.name}  [{row.state}]"
+    where = f"pid {row.pid}" if row.pid is not None else "no pid"
+    return f"{process_id}  {where} on {row.host or '?'}  [{row.state}]  {row.name}"
+
+
+def _cells(row: ProcessRow, now: datetime) -> tuple[str, ...]:
+    """The cells of ``row`` that are never shortened (every column but the command)."""
+    pid = str(row.pid) if row.pid is not None else "-"
+    return (pid, row.state, row.kind, format_age(row.heartbeat_age(now)), row.host or "-")
+
+
 class ProcessesPane(DataTable[Text]):
     """One row per supervised process or agent seen in the ledger.
 
@@ -31,25 +78,103 @@ class ProcessesPane(DataTable[Text]):
     or agent id is whatever a process wrote into the ledger.
     """
 
+    @dataclass
+    class ProcessSelected(Message):
+        """The selection moved to ``row`` (``None`` when nothing is listed).
+
+        ``by_operator`` is true when the operator moved the cursor (not a refresh).
+        """
+
+        row: ProcessRow | None
+        by_operator: bool = False
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row")
         self.process_rows: list[ProcessRow] = []
+        self.selected_key: str | None = None
+        #: True once the operator picked a row; before that the top row is selected.
+        self.chosen = False
+        self._now: datetime | None = None
+        self._width = 0
 
     def on_mount(self) -> None:
         for column in COLUMNS:
             self.add_column(column, key=column)
 
+    @property
+    def selected_row(self) -> ProcessRow | None:
+        """The selected row, if it is still listed."""
+        return next((row for row in self.process_rows if row.key == self.selected_key), None)
+
+    @property
+    def selected_process_id(self) -> str | None:
+        """The selected supervised process's id (``None`` for an agent row or nothing)."""
+        return process_id_of(self.selected_key) if self.selected_row is not None else None
+
+    def select_key(self, key: str) -> bool:
+        """Put the cursor on the row ``key``; ``False`` when no such row is listed."""
+        for index, row in enumerate(self.process_rows):
+            if row.key == key:
+                self.move_cursor(row=index)
+                self._take_cursor()
+                self.chosen = True
+                return True
+        return False
+
     def show_rows(self, rows: list[ProcessRow], now: datetime) -> None:
-        """Replace the rows (a few dozen at most; redrawing is cheap)."""
+        """Replace the rows (a few dozen at most), keeping the cursor on the same process."""
+        self._take_cursor()
         self.process_rows = rows
+        self._now = now
+        if self.selected_row is None or not self.chosen:
+            top = rows[0].key if rows else None
+            if top != self.selected_key or self.selected_row is None:
+                self.selected_key = top
+                self.post_message(self.ProcessSelected(self.selected_row))
+        self._draw()
+
+    def _take_cursor(self) -> None:
+        """Make the row under the cursor the selection: a different row there means the
+        operator moved the cursor (a refresh puts it back on the selected row)."""
+        if not self.row_count:
+            return
+        try:
+            key = self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0)).row_key.value
+        except CellDoesNotExist:
+            return
+        if key is not None and key != self.selected_key:
+            self.selected_key = key
+            self.chosen = True
+            self.post_message(self.ProcessSelected(self.selected_row, by_operator=True))
+
+    def _command_width(self, fixed: list[tuple[str, ...]]) -> int:
+        """Cells left for the command once the other columns have their full width."""
+        padding = 2 * self.cell_padding
+        used = padding  # the command column's own padding
+        for index, name in enumerate(COLUMNS[:-1]):
+            used += padding + max([len(name), *(len(visible_escapes(c[index])) for c in fixed)])
+        return max(len("name") + 2, self.scrollable_content_region.width - used)
+
+    def _draw(self) -> None:
+        if self._now is None:
+            return
+        fixed = [_cells(row, self._now) for row in self.process_rows]
+        width = self._command_width(fixed)
+        self._width = self.scrollable_content_region.width
         self.clear()
-        for row in rows:
-            where = f"{row.pid}@{row.host}" if row.pid is not None else row.host or "-"
-            self.add_row(
-                literal(row.name),
-                literal(row.kind),
-                literal(row.state),
-                literal(format_age(row.heartbeat_age(now))),
-                literal(where),
-                key=row.key,
-            )
+        for row, cells in zip(self.process_rows, fixed, strict=True):
+            name = shorten(visible_escapes(row.name), width)
+            self.add_row(*(literal(cell) for cell in cells), literal(name), key=row.key)
+        index = next(
+            (i for i, row in enumerate(self.process_rows) if row.key == self.selected_key), None
+        )
+        if index is not None:
+            self.move_cursor(row=index)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.scrollable_content_region.width != self._width:
+            self._take_cursor()
+            self._draw()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._take_cursor()

@@ -1,7 +1,9 @@
 """The live tool trace: a Line API list of the service's bounded buffer, coloured by outcome.
 
-It follows the tail only while the view is scrolled to the bottom; scrolling up freezes the
-position so a reader is never yanked away. A cursor row selects an event for the detail pane.
+It opens on the tail and follows it while :attr:`TraceView.following` holds: moving the cursor
+or scrolling up stops following, so a reader is never yanked away; End (or scrolling back to
+the bottom) follows again. A filter (:class:`~supervisor.services.traces.TraceFilter`) shows
+one agent's events. A cursor row selects an event for the detail pane.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.segment import Segment
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Size
@@ -19,6 +22,7 @@ from textual.strip import Strip
 
 from supervisor.ledger.models import TraceEvent
 from supervisor.services.rendering import visible_escapes
+from supervisor.services.traces import ALL_EVENTS, TraceFilter, filter_events
 
 OUTCOME_CLASSES = {
     "success": "trace--success",
@@ -72,32 +76,61 @@ class TraceView(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        #: The events shown (the buffer after the filter), oldest first.
         self.events: list[TraceEvent] = []
+        self.all_events: list[TraceEvent] = []
+        self.trace_filter: TraceFilter = ALL_EVENTS
         self.cursor: int | None = None
+        #: True while the view keeps the newest event in sight (from the start).
+        self.following = True
         self._strips: LRUCache[tuple[int, bool, int], Strip] = LRUCache(1024)
 
     @property
     def at_bottom(self) -> bool:
-        """True when the last line is visible (the view follows new events)."""
+        """True when the last line is visible."""
         return self.scroll_offset.y >= self.max_scroll_y
 
     def set_events(self, events: list[TraceEvent]) -> None:
-        """Replace the list (from the service's buffer); keeps following only at the bottom."""
-        following = self.at_bottom
+        """Replace the buffer (from the service); the view stays on the tail while following."""
+        self.all_events = events
+        self._show()
+
+    def set_filter(self, trace_filter: TraceFilter) -> None:
+        """Show only what ``trace_filter`` matches, from its newest event."""
+        self.trace_filter = trace_filter
+        self.cursor = None
+        self.following = True
+        self._show()
+
+    def _show(self) -> None:
         selected = self.events[self.cursor] if self.cursor is not None else None
+        events = filter_events(self.all_events, self.trace_filter)
         self.events = events
+        self.cursor = None
         if selected is not None:
             self.cursor = next(
                 (index for index, event in enumerate(events) if event is selected), None
             )
         self.virtual_size = Size(0, len(events))
-        if following:
-            self.scroll_end(animate=False, immediate=True)
+        if self.following:
+            # After the refresh that applies the new virtual size (before it, the end is 0).
+            self.scroll_end(animate=False, immediate=False, x_axis=False)
         self.refresh()
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self.following = False
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self.call_after_refresh(self._follow_if_at_bottom)
+
+    def _follow_if_at_bottom(self) -> None:
+        if self.at_bottom and self.cursor is None:
+            self.following = True
 
     def action_cursor(self, delta: int) -> None:
         if not self.events:
             return
+        self.following = False
         current = len(self.events) - 1 if self.cursor is None else self.cursor + delta
         self.cursor = max(0, min(len(self.events) - 1, current))
         self.scroll_to_region_of(self.cursor)
@@ -114,6 +147,7 @@ class TraceView(ScrollView, can_focus=True):
 
     def action_tail(self) -> None:
         self.cursor = None
+        self.following = True
         self.scroll_end(animate=False)
         self.refresh()
 
