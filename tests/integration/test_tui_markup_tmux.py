@@ -60,10 +60,15 @@ def test_markup_in_process_commands_is_shown_literally_in_a_real_terminal(
     tmux.start_supervisor(f"--db {url}", width=200)
     # remain-on-exit keeps a crashed app's pane (and its exit status) readable.
     tmux("set-option", "-t", tmux.session, "remain-on-exit", "on")
+    shown = (
+        "echo [/] done",
+        "echo [bold]loud[/bold] [link=https://evil]click[/link]",
+        "printf \\u001b]2;pwned\\u0007 [@click=app.quit]x[/]",
+    )
     screen = tmux.wait_for(
-        lambda screen: "echo [/] done" in screen and "Approval inbox" in screen,
+        lambda screen: "Approval inbox" in screen and all(text in screen for text in shown),
         60,
-        "the process row drawn literally",
+        "the process rows drawn literally",
     )
     assert "echo [bold]loud[/bold] [link=https://evil]click[/link]" in screen
     assert "printf \\u001b]2;pwned\\u0007 [@click=app.quit]x[/]" in screen
