@@ -126,15 +126,30 @@ def tools_show(reference: str, as_json: bool) -> None:
 @click.option("--auto-approve", is_flag=True, help="Approve every demo proposal (with --no-tui).")
 @click.option("--home", type=click.Path(path_type=Path), help="Folder for the demo ledger.")
 @click.option("--walkthrough", is_flag=True, help="Only print the governed-dispatch walk-through.")
-def demo(no_tui: bool, auto_approve: bool, home: Path | None, walkthrough: bool) -> None:
-    """Run demo agents against a scripted model and supervise them."""
+@click.option(
+    "--reset", is_flag=True,
+    help="Start from an empty demo ledger (removes the demo's ledger and agent logs first).",
+)  # fmt: skip
+def demo(
+    no_tui: bool, auto_approve: bool, home: Path | None, walkthrough: bool, reset: bool
+) -> None:
+    """Run demo agents against a scripted model and supervise them.
+
+    The demo keeps its ledger between runs, so proposals left pending by one run are still
+    there in the next; `--reset` starts from an empty one.
+    """
     if walkthrough:
         from supervisor.demo.walkthrough import run_walkthrough
 
         run_walkthrough(click.echo)
         return
-    from supervisor.demo.run import default_home, run_demo
+    from supervisor.cli.output import echo_line
+    from supervisor.demo.run import default_home, reset_home, run_demo
 
+    home = home or default_home()
+    if reset:
+        removed = reset_home(home)
+        echo_line(f"Reset the demo in {home}: removed {len(removed)} files.")
     tui = not no_tui and sys.stdin.isatty() and sys.stdout.isatty()
     opener: Callable[[str], None] | None = None
     if tui:
@@ -142,7 +157,7 @@ def demo(no_tui: bool, auto_approve: bool, home: Path | None, walkthrough: bool)
 
         opener = open_tui
     code = run_demo(
-        home or default_home(), tui=tui, auto_approve=auto_approve, echo=click.echo,
+        home, tui=tui, auto_approve=auto_approve, echo=click.echo,
         open_tui=opener,
     )  # fmt: skip
     sys.exit(code)

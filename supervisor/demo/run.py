@@ -20,6 +20,7 @@ from pathlib import Path
 import platformdirs
 
 from supervisor.demo.model import SCENARIOS, demo_turn
+from supervisor.errors import SupervisorError
 from supervisor.ledger.models import ApproverContext
 from supervisor.store.provider import SQLModelProvider
 from supervisor.testing import ScriptedModel
@@ -49,6 +50,58 @@ def _quiet_when_closed(echo: Echo) -> Echo:
 def default_home() -> Path:
     """Where the demo keeps its ledger and logs (reused, so a restart shows the same state)."""
     return Path(platformdirs.user_data_dir("agent-supervisor")) / "demo"
+
+
+class DemoStillRunning(SupervisorError, RuntimeError):
+    """``supervisor demo --reset`` was asked to empty a demo ledger that live processes use."""
+
+    code = "demo_still_running"
+
+    def __init__(self, home: Path, process_ids: list[str]) -> None:
+        shown = ", ".join(process_ids[:3]) + (" ..." if len(process_ids) > 3 else "")
+        super().__init__(
+            f"The demo in {home} is still running ({len(process_ids)} live processes: {shown}); "
+            "nothing was removed.",
+            hint="Quit that demo (q in its TUI) or stop its processes, then run "
+            "`supervisor demo --reset` again.",
+            home=str(home),
+        )
+
+
+#: What ``supervisor demo --reset`` removes from the demo's folder (and nothing else).
+DEMO_FILES = ("ledger.db", "ledger.db-wal", "ledger.db-shm")
+
+
+def reset_home(home: Path) -> list[Path]:
+    """Remove the demo's ledger and agent logs from ``home`` so the next run starts empty.
+
+    Only the files the demo writes are removed (``DEMO_FILES`` and ``logs/*.log``); anything
+    else in the folder stays. A demo still running on that ledger is never pulled from under
+    its processes.
+
+    Returns:
+        The paths removed.
+
+    Raises:
+        DemoStillRunning: A process recorded in that ledger is still alive.
+    """
+    ledger = home / DEMO_FILES[0]
+    if ledger.is_file():
+        with SQLModelProvider(f"sqlite:///{ledger}", read_only=True) as provider:
+            now = provider.ledger.clock.now()
+            alive = [p for p in provider.ledger.list_processes() if p.alive_at(now)]
+        if alive:
+            raise DemoStillRunning(home, [process.process_id for process in alive])
+    removed: list[Path] = []
+    logs = home / "logs"
+    candidates = [home / name for name in DEMO_FILES]
+    if logs.is_dir():
+        candidates += sorted(logs.glob("*.log"))
+    for path in candidates:
+        if path.is_file():
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 def _stop(processes: list[subprocess.Popen[bytes]], grace: float = 3.0) -> None:
