@@ -277,25 +277,17 @@ def test_honest_fields_verify_on_every_path(ledger: ApprovalLedger) -> None:
 def test_a_resumed_agent_never_runs_a_call_with_a_forged_supersede_link(
     sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from support.agents import create_customer, side_effects
+    from support.agents import ADA, approved_create_customer, side_effects
 
-    from supervisor import MemAgentBuilder, SQLModelProvider
+    from supervisor import SQLModelProvider
     from supervisor.testing import CallTools, ScriptedModel, ToolCall
 
     monkeypatch.setenv("SIDE_EFFECT_FILE", str(tmp_path / "side_effects.log"))
-    ada = {"name": "Ada", "email": "ada@example.com"}
     with (
         SQLModelProvider(sqlite_url) as provider,
-        ScriptedModel([CallTools([ToolCall("create_customer", ada)])]) as model,
+        ScriptedModel([CallTools([ToolCall("create_customer", ADA)])]) as model,
     ):
-        agent = (
-            MemAgentBuilder().with_agent_id("linked-agent")
-            .with_llm_config({"provider": "openai", "model": "m", "base_url": model.base_url,
-                              "api_key": "sk-test"})
-            .with_memory_provider(provider).with_tools([create_customer]).build_and_save()
-        )  # fmt: skip
-        proposal = agent.run("create Ada").proposals[0]
-        agent.approve(proposal.proposal_id, approver_id="op")
+        agent, proposal = approved_create_customer(provider, model, "linked-agent")
         # A link to some other proposal makes the runtime tell the model a human edited it.
         attacker = sa.create_engine(sqlite_url)
         sql(attacker, "UPDATE proposal SET supersedes_id = :other", other="f" * 32)

@@ -8,9 +8,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from supervisor import ToolOutcome, ToolOutcomeStatus, ToolResult, governed_tool
+
+if TYPE_CHECKING:
+    from supervisor import MemAgent, SQLModelProvider
+    from supervisor.ledger.models import Proposal
+    from supervisor.testing import ScriptedModel
+
+#: The customer the approval end-to-end tests ask an agent to create.
+ADA = {"name": "Ada", "email": "ada@example.com"}
 
 
 def side_effects() -> list[str]:
@@ -97,3 +105,22 @@ def broken_lookup(sku: str) -> ToolResult[dict[str, Any]]:
 
 
 ALL_TOOLS = [inventory_lookup, create_customer, send_email, export_report, replica_lookup]
+
+
+def approved_create_customer(
+    provider: SQLModelProvider, model: ScriptedModel, agent_id: str
+) -> tuple[MemAgent, Proposal]:
+    """A saved agent whose run paused on ``create_customer(ADA)``, approved by ``op``.
+
+    ``model`` must answer the first request with that one call.
+    """
+    from supervisor import MemAgentBuilder
+    from supervisor.testing import llm_config
+
+    agent = (
+        MemAgentBuilder().with_agent_id(agent_id).with_llm_config(llm_config(model))
+        .with_memory_provider(provider).with_tools([create_customer]).build_and_save()
+    )  # fmt: skip
+    proposal = agent.run("create Ada").proposals[0]
+    agent.approve(proposal.proposal_id, approver_id="op")
+    return agent, proposal
