@@ -19,7 +19,8 @@ from screens.confirm_dialog import ConfirmDialog
 from screens.decisions import Approve, BatchApprove, Cancel, Decision, Edit, Extend, Reject
 from screens.edit_arguments_screen import EditArgumentsScreen, diff_text
 from screens.literal import escaped
-from screens.messages import DecisionFailed, ProposalDecided
+from screens.messages import DecisionFailed, ProposalDecided, ResumeStarted
+from screens.orphan_dialog import OrphanAnswer, OrphanDialog
 from screens.proposal_selection import ProposalSelection
 from screens.reason_dialog import ReasonDialog
 from screens.widgets.detail.detail_pane import DetailPane
@@ -29,13 +30,15 @@ from supervisor.ledger.errors import ApprovalAlreadyDecided
 from supervisor.ledger.models import Proposal
 from supervisor.services.approvals import ApprovalsService
 from supervisor.services.guard import RenderedGuard
+from supervisor.services.process_control import ProcessControl
 from supervisor.services.results import ResultsService
 from supervisor.services.risk import is_high_risk
 from supervisor.services.settings import SupervisorSettings
 
 PROPOSAL_ACTIONS = frozenset(
-    {"approve", "reject", "cancel_proposal", "edit", "extend", "batch_approve"}
-)
+    {"approve", "approve_and_resume", "reject", "cancel_proposal", "edit", "extend",
+     "batch_approve"}
+)  # fmt: skip
 
 
 def conflict_message(error: ApprovalAlreadyDecided) -> str:
@@ -45,7 +48,13 @@ def conflict_message(error: ApprovalAlreadyDecided) -> str:
 
 
 class DecisionActions(Screen[None]):
-    """The decision half of the main screen."""
+    """The decision half of the main screen.
+
+    The screen that mixes it in sets :attr:`process_control` (approve and resume spawns
+    ``supervisor resume`` through it).
+    """
+
+    process_control: ProcessControl
 
     def __init__(
         self,
@@ -128,17 +137,60 @@ class DecisionActions(Screen[None]):
     # -- actions --------------------------------------------------------------------------
 
     def action_approve(self) -> None:
+        self._approve(resume=None)
+
+    def action_approve_and_resume(self) -> None:
+        self._approve(resume=True)
+
+    def orphan_note(self, proposal: Proposal) -> str | None:
+        """``Its agent is gone (process X, pid N, lost since T)`` for an orphan, else None."""
+        waiter = self.approvals.orphans().get(proposal.proposal_id)
+        if waiter is None:
+            return None
+        process = waiter.process
+        where = f"process {waiter.process_id}"
+        if process is not None:
+            where += f", pid {process.pid}, {process.status}"
+            since = process.lost_at or process.heartbeat_at
+            where += f" since {since:%H:%M:%S} UTC"
+        return f"Its agent is gone ({where})."
+
+    def _approve(self, *, resume: bool | None) -> None:
+        """Approve the selection; ``resume`` None asks first when the proposal is orphaned."""
         proposal = self.selection.proposal
         if proposal is None or not self._guard_ok(proposal):
             return
-        decision = Approve(proposal.proposal_id, self.selection.guard)
+        guard = self.selection.guard
+        note = self.orphan_note(proposal)
+        if resume and note is None:
+            self.notify(
+                "A live process waits on this proposal and runs it once approved; approving.",
+                title="Not an orphan",
+            )
+            resume = False
+
+        def go(answer: OrphanAnswer | None = None) -> None:
+            if answer is not None:
+                self.decide(Approve(proposal.proposal_id, guard, resume=answer == "resume"))
+
+        def after_risk() -> None:
+            if resume is None and note is not None:
+                question = (
+                    f"{escaped(proposal.tool_name)} was proposed by an agent that is gone: "
+                    f"{escaped(note)} Approving alone runs nothing. Approve and resume it in a "
+                    "new supervised process?"
+                )
+                self.app.push_screen(OrphanDialog(question), go)
+            else:
+                go("resume" if resume else "approve")
+
         if not self._high_risk(proposal):
-            self.decide(decision)
+            after_risk()
             return
 
         def confirmed(answer: bool | None) -> None:
             if answer:
-                self.decide(decision)
+                after_risk()
 
         domains = escaped(", ".join(proposal.domains))
         self.app.push_screen(
@@ -163,10 +215,18 @@ class DecisionActions(Screen[None]):
             if answer:
                 self.decide(decision)
 
+        orphans = self.approvals.orphans()
+        gone = sum(1 for proposal_id in identical if proposal_id in orphans)
+        warning = ""
+        if gone:
+            warning = (
+                f" {gone} of them are orphaned (their agents are gone): approving runs nothing "
+                "for those; resume each with R or `supervisor resume ID`."
+            )
         self.app.push_screen(
             ConfirmDialog(
                 f"Approve {len(identical)} identical {escaped(proposal.tool_name)} proposals "
-                f"(args hash {escaped(proposal.args_hash[:12])})?",
+                f"(args hash {escaped(proposal.args_hash[:12])})?{warning}",
                 f"Approve {len(identical)}",
             ),
             confirmed,
@@ -231,6 +291,8 @@ class DecisionActions(Screen[None]):
                 case Approve():
                     decided = [service.approve(decision.proposal_id, decision.guard)]
                     self.post_message(ProposalDecided(decision, decided))
+                    if decision.resume:
+                        self.start_resume(decision)
                 case BatchApprove():
                     batch = service.approve_batch(list(decision.ids), decision.guard)
                     lost = "; ".join(
@@ -258,6 +320,30 @@ class DecisionActions(Screen[None]):
             self.post_message(DecisionFailed(decision, conflict_message(error)))
         except SupervisorError as error:
             self.post_message(DecisionFailed(decision, error.message))
+
+    def start_resume(self, decision: Approve) -> None:
+        """Spawn ``supervisor resume`` on an approved orphan (from the decision worker)."""
+        try:
+            started = self.process_control.start_resume(decision.proposal_id)
+        except (SupervisorError, OSError) as error:
+            message = getattr(error, "message", str(error))
+            self.post_message(
+                DecisionFailed(
+                    decision,
+                    f"Approved, but the resume did not start: {escaped(message)} Run "
+                    f"`supervisor resume {decision.proposal_id}`.",
+                )
+            )
+            return
+        self.post_message(ResumeStarted(decision.proposal_id, started))
+
+    def on_resume_started(self, message: ResumeStarted) -> None:
+        run = message.run
+        self.notify(
+            f"{escaped(message.proposal_id[:12])} resumes in {escaped(run.process_id)} "
+            f"(pid {run.pid}); follow it in the processes pane (l: log, k: stop).",
+            title="Resuming an orphan",
+        )
 
     #: The proposal an edit just created: the inbox cursor moves to it once its row is shown,
     #: so the selection stays on the call being decided (not on whatever row took its place).

@@ -15,10 +15,14 @@ from supervisor.services.guard import RenderedGuard
 
 @dataclass(frozen=True)
 class Approve:
-    """Approve one proposal whose arguments were drawn in full (``guard``)."""
+    """Approve one proposal whose arguments were drawn in full (``guard``).
+
+    ``resume``: its agent is gone, so also start ``supervisor resume`` on it once approved.
+    """
 
     proposal_id: str
     guard: RenderedGuard | None
+    resume: bool = False
     name: ClassVar[str] = "approve"
     done: ClassVar[str] = "Approved"
 

@@ -61,6 +61,7 @@ class MainScreen(DecisionActions, ProcessActions):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "approve", "Approve", id="approve"),
+        Binding("R", "approve_and_resume", "Approve+resume", id="approve-and-resume"),
         Binding("r", "reject", "Reject", id="reject"),
         Binding("c", "cancel_proposal", "Cancel", id="cancel"),
         Binding("e", "edit", "Edit", id="edit"),

@@ -11,6 +11,7 @@ from screens.decisions import Decision
 from supervisor.ledger.models import AuditRecord, Blob, Proposal, ProposalWaiter, TraceEvent
 from supervisor.services.approvals import InboxChange
 from supervisor.services.connection import ConnectionStatus
+from supervisor.services.process_control import StartedRun
 from supervisor.services.processes import ProcessRow
 
 
@@ -88,3 +89,11 @@ class LedgerConnectionChanged(Message):
     """The ledger became unreachable, or reachable again."""
 
     status: ConnectionStatus
+
+
+@dataclass
+class ResumeStarted(Message):
+    """``supervisor resume`` was spawned on an approved orphan."""
+
+    proposal_id: str
+    run: StartedRun

@@ -26,6 +26,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "policy": ("supervisor.cli.policy:policy", "Show, list and apply the approval policy."),
     "mcp-server": ("supervisor.cli.mcp_server:mcp_server", "Read-only ledger view over MCP."),
     "run": ("supervisor.cli.run:run", "Run MODULE:FACTORY as a supervised agent process."),
+    "resume": ("supervisor.cli.resume:resume", "Run a decided proposal whose agent is gone."),
+    "allowlist": ("supervisor.cli.resume:allowlist", "Import references a resume may import."),
 }
 
 

@@ -152,4 +152,7 @@ class AgentConfig(BaseModel):
     toolbox_agent_id: str | None = None
     semantic_cache: bool = False
     cache_similarity: float = Field(default=0.95, gt=0, le=1)
+    #: ``MODULE:FACTORY`` that builds this agent again (recorded by ``supervisor run``); a
+    #: resume imports it only when it is on the operator's allowlist.
+    restart_factory: str | None = None
     config_version: int = 1

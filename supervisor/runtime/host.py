@@ -8,6 +8,7 @@ decisions with ``wait_for_decision``, resumes with ``continue_model=True`` and r
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import os
@@ -205,6 +206,22 @@ def drive(
     """
     result = agent.run(text, thread_id=thread_id)
     echo(f"[run] {result.status} (thread {result.thread_id})")
+    return follow_pauses(agent, result, process, echo, decision_timeout=decision_timeout)
+
+
+def follow_pauses(
+    agent: MemAgent,
+    result: RunResult,
+    process: SupervisedProcess,
+    echo: Echo,
+    *,
+    decision_timeout: float = 24 * 3600,
+) -> RunResult | None:
+    """While ``result`` awaits approval: record the waits, wait for each decision, resume.
+
+    Returns:
+        The last run result, or ``None`` when a decision never came or the model did not go on.
+    """
     while result.status == "awaiting_approval":
         continued: RunResult | None = None
         process.ledger.record_waiters(process.process_id, [p.proposal_id for p in result.proposals])
@@ -228,6 +245,25 @@ def drive(
     return result
 
 
+def record_restart(agent: MemAgent, reference: str, *, allow: bool = True) -> None:
+    """Save the agent with the factory that builds it again, so its orphans can be resumed.
+
+    The agent keeps the reference in its configuration (a later ``save()`` keeps it too). With
+    ``allow``, the factory is also added to the operator's resume allowlist: naming it on the
+    command line is the review (:mod:`supervisor.runtime.allowlist`).
+    """
+    from supervisor.runtime.allowlist import add_reference
+
+    config = agent.config.model_copy(update={"restart_factory": reference})
+    agent.context = dataclasses.replace(agent.context, config=config)
+    agent.save()
+    if allow:
+        try:
+            add_reference(reference)
+        except OSError:
+            pass  # a read-only config folder: resumes then need --allow or the file fixed
+
+
 def run_supervised(
     reference: str,
     text: str,
@@ -244,6 +280,7 @@ def run_supervised(
         0 when the run completed, 1 when it failed or was left waiting, 143 when stopped.
     """
     agent = build_agent(reference)
+    record_restart(agent, reference)
     process = register_process(agent.ledger, command, process_id)
     echo(f"[run] process {process.process_id} (pid {os.getpid()}) on {agent.provider.url}")
     exit_code = 1

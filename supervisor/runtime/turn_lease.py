@@ -49,7 +49,8 @@ class TurnWait:
     holder: str | None = None
 
 
-def _keep(ledger: ApprovalLedger, lease: Lease, stop: threading.Event) -> None:
+def keep_renewed(ledger: ApprovalLedger, lease: Lease, stop: threading.Event) -> None:
+    """Renew ``lease`` until ``stop`` is set or another holder took it over."""
     every = renew_every(ledger.lease_seconds, RENEW_SECONDS)
     while not stop.wait(every):
         try:
@@ -93,7 +94,7 @@ def turn_lease(
             return
         time.sleep(POLL_SECONDS)
     stop = threading.Event()
-    keeper = threading.Thread(target=_keep, args=(ledger, lease, stop), daemon=True,
+    keeper = threading.Thread(target=keep_renewed, args=(ledger, lease, stop), daemon=True,
                               name="turn-lease")  # fmt: skip
     keeper.start()
     try:

@@ -117,7 +117,7 @@ def _alive(pid: int) -> bool:
 
 
 class ProcessControl:
-    """Spawns and stops ``supervisor run`` subprocesses and keeps their state in the ledger.
+    """Spawns and stops ``supervisor run`` / ``resume`` subprocesses; their state is in the ledger.
 
     Args:
         ledger: The shared ledger (the runs record themselves in it).
@@ -153,6 +153,20 @@ class ProcessControl:
             argv += ["--thread", thread_id]
         if self.db_url:
             argv += ["--db", self.db_url]
+        return self._spawn(process_id, argv, log_path)
+
+    def start_resume(self, proposal_id: str) -> StartedRun:
+        """Spawn ``supervisor resume PROPOSAL_ID`` (an orphan's run, driven to its end)."""
+        process_id = f"resume-{uuid.uuid4().hex[:12]}"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log_path = self.logs / f"{process_id}.log"
+        argv = [*_supervisor_command(), "resume", proposal_id]
+        argv += ["--process-id", process_id, "--log", str(log_path)]
+        if self.db_url:
+            argv += ["--db", self.db_url]
+        return self._spawn(process_id, argv, log_path)
+
+    def _spawn(self, process_id: str, argv: list[str], log_path: Path) -> StartedRun:
         with log_path.open("ab") as log:
             child = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
