@@ -43,6 +43,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.postgres)
 
 
+@pytest.fixture(autouse=True)
+def resume_allowlist(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Each test's own resume allowlist file (``SUPERVISOR_ALLOWLIST``), so ``supervisor run``
+    adding its factory never writes the user's config folder, and tests start from none."""
+    path = tmp_path_factory.mktemp("allowlist") / "allowlist"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SUPERVISOR_ALLOWLIST", str(path))
+        yield path
+
+
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[PostgresCluster]:
     """One PostgreSQL server for the session, stopped and deleted at the end."""

@@ -1,0 +1,150 @@
+"""Pilot tests: approving an orphan says its agent is gone and offers approve and resume.
+
+The orphan is real: a ``supervisor run`` agent that waited on its proposal and was SIGKILLed.
+Approve and resume spawns ``supervisor resume`` through the real process control, and the side
+effect is counted in an outside file.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.cli import SUPERVISOR
+from support.run_factories import CRM_QUERY, crm_turn
+from tui_helpers import drawn_text, main_screen, record_notifications, wait_for
+
+from screens.app import make_app
+from screens.orphan_dialog import OrphanDialog
+from screens.widgets.inbox.inbox_pane import ORPHAN_BADGE, InboxPane
+from supervisor.ledger.models import ProposalStatus
+from supervisor.services.identity import ApproverIdentity
+from supervisor.services.process_control import ProcessControl
+from supervisor.services.settings import SupervisorSettings
+from supervisor.store.provider import SQLModelProvider
+from supervisor.testing import ScriptedModel
+
+SIZE = (150, 45)
+TESTS = Path(__file__).resolve().parent.parent
+REPO = TESTS.parent
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModel]:
+    with ScriptedModel(crm_turn) as running:
+        yield running
+
+
+@pytest.fixture
+def env(model: ScriptedModel, tmp_path: Path, provider: SQLModelProvider) -> dict[str, str]:
+    return {
+        **model.env(),
+        "PYTHONPATH": os.pathsep.join([str(TESTS), str(REPO)]),
+        "SIDE_EFFECT_FILE": str(tmp_path / "side_effects.log"),
+        "SUPERVISOR_DB": provider.url,
+        "SUPERVISOR_LEASE_SECONDS": "2",
+    }
+
+
+def orphan(provider: SQLModelProvider, env: dict[str, str]) -> str:
+    assert SUPERVISOR is not None
+    run = subprocess.Popen(
+        [SUPERVISOR, "run", "support.run_factories:crm_agent", "--input", CRM_QUERY],
+        env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    ledger = provider.ledger
+    deadline = time.monotonic() + 90
+    try:
+        while time.monotonic() < deadline:
+            pending = ledger.list(status="pending").items
+            if pending and ledger.waiter_alive(pending[0].proposal_id):
+                run.send_signal(signal.SIGKILL)
+                run.wait(timeout=30)
+                return pending[0].proposal_id
+            time.sleep(0.05)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    pytest.fail("the run never waited on its proposal")
+
+
+def effects(tmp_path: Path) -> list[str]:
+    path = tmp_path / "side_effects.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+@pytest.mark.parametrize("key", ["a", "R"])
+async def test_approving_an_orphan_offers_to_resume_it_and_the_call_runs_once(
+    provider: SQLModelProvider,
+    env: dict[str, str],
+    tmp_path: Path,
+    settings: SupervisorSettings,
+    identity: ApproverIdentity,
+    key: str,
+) -> None:
+    proposal_id = orphan(provider, env)
+    control = ProcessControl(provider.ledger, provider.url, logs=tmp_path / "logs", env=env)
+    app = make_app(settings, ledger=provider.ledger, identity=identity, process_control=control)
+    notes = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        inbox = screen.query_one(InboxPane)
+        await wait_for(pilot, lambda: ORPHAN_BADGE in drawn_text(inbox.table), limit=30)
+        await wait_for(pilot, lambda: screen.guard is not None)
+        await pilot.press(key)
+        if key == "a":  # plain approve on an orphan asks, naming the gone process
+            await wait_for(pilot, lambda: isinstance(app.screen, OrphanDialog))
+            dialog = app.screen
+            assert isinstance(dialog, OrphanDialog)
+            assert "agent that is gone" in dialog.question and "Approving alone" in dialog.question
+            assert "R Approve and resume" in drawn_text(dialog.query_one(".dialog-keys"))
+            await pilot.press("R")
+        await wait_for(pilot, lambda: any(" resumes in resume-" in n for n in notes), limit=30)
+        ledger = provider.ledger
+        await wait_for(
+            pilot, lambda: ledger.get(proposal_id).status is ProposalStatus.EXECUTED, limit=90
+        )
+        resumes = [p for p in ledger.list_processes() if p.process_id.startswith("resume-")]
+        assert len(resumes) == 1 and resumes[0].command.startswith("supervisor resume ")
+        await wait_for(
+            pilot,
+            lambda: (
+                next(
+                    p for p in ledger.list_processes() if p.process_id.startswith("resume-")
+                ).status
+                == "exited"
+            ),
+            limit=60,
+        )
+    assert effects(tmp_path) == ["create_customer Ada Lovelace ada@example.com"]
+
+
+async def test_approve_only_on_an_orphan_runs_nothing(
+    provider: SQLModelProvider,
+    env: dict[str, str],
+    tmp_path: Path,
+    settings: SupervisorSettings,
+    identity: ApproverIdentity,
+) -> None:
+    proposal_id = orphan(provider, env)
+    control = ProcessControl(provider.ledger, provider.url, logs=tmp_path / "logs", env=env)
+    app = make_app(settings, ledger=provider.ledger, identity=identity, process_control=control)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        inbox = screen.query_one(InboxPane)
+        await wait_for(pilot, lambda: ORPHAN_BADGE in drawn_text(inbox.table), limit=30)
+        await wait_for(pilot, lambda: screen.guard is not None)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, OrphanDialog))
+        await pilot.press("a")
+        await wait_for(
+            pilot, lambda: provider.ledger.get(proposal_id).status is ProposalStatus.APPROVED
+        )
+        await app.workers.wait_for_complete()
+    assert not any(p.process_id.startswith("resume-") for p in provider.ledger.list_processes())
+    assert effects(tmp_path) == []
