@@ -95,7 +95,8 @@ def shown(env: dict[str, str], proposal_id: str) -> dict[str, Any]:
     done = run_cli("proposals", "show", proposal_id, "--json", env=env)
     assert done.returncode == 0, done.stderr
     data: dict[str, Any] = json.loads(done.stdout)
-    return data.get("proposal", data)
+    found: dict[str, Any] = data.get("proposal", data)
+    return found
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
@@ -144,7 +145,7 @@ def test_two_resumers_of_one_orphan_run_it_once_and_the_other_is_told_who(
                 text=True,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-            )  # fmt: skip
+            )
             for _ in range(2)
         ]
         outputs = [resumer.communicate(timeout=120) for resumer in resumers]
@@ -190,7 +191,7 @@ def test_a_saved_agent_resumes_from_its_tools_references_only_when_they_are_allo
         "result = crm_agent().run(CRM_QUERY)\n"
         "print(result.status, result.proposals[0].proposal_id)\n"
     )
-    with ScriptedModel(crm_turn) as model, opened(sqlite_url) as ledger:
+    with ScriptedModel(crm_turn) as model:
         env = environment(tmp_path, sqlite_url, model)
         done = subprocess.run(
             [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=90
