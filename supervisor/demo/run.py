@@ -22,6 +22,7 @@ import platformdirs
 from supervisor.demo.model import SCENARIOS, demo_turn
 from supervisor.errors import SupervisorError
 from supervisor.ledger.models import ApproverContext
+from supervisor.services.process_control import ProcessControl
 from supervisor.store.provider import SQLModelProvider
 from supervisor.testing import ScriptedModel
 
@@ -203,10 +204,13 @@ def run_demo(
         echo(f"Demo ledger: {url}")
         echo(f"Agent logs:  {home / 'logs'}")
         browser = _browser_agent(url, echo)
+        # Resumes of earlier demos' orphans (spawned by the TUI or below) need the model too.
+        os.environ.update(model.env())
+        control = ProcessControl(provider.ledger, url, logs=home / "logs")
         if tui and open_tui is not None:
             open_tui(url)
             return 0
-        return _follow(provider, processes, browser, auto_approve, url, echo)
+        return _follow(provider, processes, browser, auto_approve, url, echo, control)
     except KeyboardInterrupt:
         echo("Stopping the demo agents.")
         return 1
@@ -231,19 +235,30 @@ def _follow(
     auto_approve: bool,
     url: str,
     echo: Echo,
+    control: ProcessControl,
 ) -> int:
+    """Print each new pending proposal (approve it with ``--auto-approve``) until all end.
+
+    A proposal an earlier demo left (its agent is gone) is shown as an orphan; approving it
+    also starts ``supervisor resume`` on it, which runs it and finishes its agent's run.
+    """
     seen: set[str] = set()
+    resumes: list[subprocess.Popen[bytes]] = []
     context = ApproverContext.current(via="cli")
     approver = f"{context.os_user}@{context.host}"
-    while any(process.poll() is None for process in processes) or (
+    while any(process.poll() is None for process in [*processes, *resumes]) or (
         browser is not None and browser.running
     ):
-        for proposal in provider.ledger.list(status="pending", limit=100).items:
+        pending = provider.ledger.list(status="pending", limit=100).items
+        orphans = provider.ledger.orphans(pending)
+        for proposal in pending:
             if proposal.proposal_id in seen:
                 continue
             seen.add(proposal.proposal_id)
+            orphaned = proposal.proposal_id in orphans
+            label = "Orphaned (from an earlier demo, its agent is gone)" if orphaned else "Pending"
             echo(
-                f"Pending: {proposal.proposal_id} {proposal.tool_name} "
+                f"{label}: {proposal.proposal_id} {proposal.tool_name} "
                 f"{proposal.arguments} ({proposal.policy_reason})"
             )
             if auto_approve:
@@ -252,11 +267,18 @@ def _follow(
                     context=context, via="cli",
                 )  # fmt: skip
                 echo(f"Approved {proposal.proposal_id} as {approver}")
+                if orphaned:
+                    started = control.start_resume(proposal.proposal_id)
+                    resumes.append(control.child(started.process_id))
+                    echo(f"Resuming {proposal.proposal_id} in {started.process_id} (log "
+                         f"{started.log_path})")  # fmt: skip
             else:
+                then = f" && supervisor resume {proposal.proposal_id} --db {url}"
                 echo(
                     f"  decide with: supervisor proposals approve {proposal.proposal_id} --db {url}"
+                    + (then if orphaned else "")
                 )
         time.sleep(0.3)
-    failed = [process.returncode for process in processes if process.returncode != 0]
+    failed = [process.returncode for process in [*processes, *resumes] if process.returncode]
     echo("All demo agents finished." if not failed else f"{len(failed)} demo agent(s) failed.")
     return 1 if failed else 0

@@ -175,6 +175,10 @@ class ProcessControl:
         self._children[process_id] = child
         return StartedRun(process_id, child.pid, log_path, tuple(argv))
 
+    def child(self, process_id: str) -> subprocess.Popen[bytes]:
+        """The subprocess this control spawned as ``process_id`` (KeyError if none)."""
+        return self._children[process_id]
+
     def find(self, process_id: str) -> ProcessRecord:
         """The process row, or :class:`ProcessControlError` when there is none."""
         for process in self.ledger.list_processes():
