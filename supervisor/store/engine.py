@@ -103,6 +103,23 @@ def _existing_sqlite_file(url: URL, path: Path | None) -> Path | None:
     return path
 
 
+#: (device, inode) of every SQLite file an engine of this process has connected to. Python must
+#: never open and close such a file again: POSIX drops *all* of a process's fcntl locks on a file
+#: when any descriptor of it is closed, so the SQLite connections this process holds would lose
+#: their shared lock, and another process closing its last connection would checkpoint and delete
+#: the WAL under them (they would then read an empty or stale database and write into a deleted
+#: WAL). Such files were checked when first opened here; the header check skips them.
+_CONNECTED: set[tuple[int, int]] = set()
+
+
+def _inode(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SQLITE_HEADER_BYTES = 100
 
@@ -278,7 +295,7 @@ def create_ledger_engine(
     with filesystem_errors(shown_url(resolved)):
         if read_only or must_exist:
             path = _existing_sqlite_file(resolved, path)
-        if path is not None and path.is_file():
+        if path is not None and path.is_file() and _inode(path) not in _CONNECTED:
             check_sqlite_header(path)
         if read_only:
             resolved = _read_only_url(resolved, path)
@@ -294,6 +311,9 @@ def create_ledger_engine(
 
     @sa.event.listens_for(engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:
+        connected = _inode(path) if path is not None else None
+        if connected is not None:  # SQLite holds the file open (and locked) from now on
+            _CONNECTED.add(connected)
         dbapi_connection.isolation_level = None  # transactions are begun explicitly below
         cursor = dbapi_connection.cursor()
         try:
