@@ -3,9 +3,10 @@
 Each round makes a real orphan: the demo's CRM agent runs in this process until it pauses on
 ``create_customer``, and the process that waited on it is recorded as gone. The clock starts at
 the approval; the TUI's "approve and resume" path follows (``ProcessControl.start_resume``
-spawns ``supervisor resume ID``), and the figure is the time until the ledger holds the claim
-of the call (the resumed process is running it). The resume process then finishes the run
-(tool, outcome, model reply); that time is reported too.
+spawns ``supervisor resume ID``, or hands the id to the warm ``supervisor resume --standby`` the
+TUI starts when an orphan appears), and the figure is the time until the ledger holds the claim
+of the call (the resumed process is running it). Cold and warm rounds alternate. The resume
+process then finishes the run (tool, outcome, model reply); that time is reported too.
 
 The peer, in the same rounds: spawning ``supervisor --version`` and waiting for it to exit,
 the floor any out-of-process resume pays (interpreter start and the CLI's import).
@@ -64,6 +65,8 @@ def main() -> None:
     os.environ["SUPERVISOR_DB"] = url
     claimed: list[float] = []
     finished: list[float] = []
+    claimed_warm: list[float] = []
+    finished_warm: list[float] = []
     peer: list[float] = []
     context = ApproverContext.current(via="cli")
     approver = f"{context.os_user}@{context.host}"
@@ -71,24 +74,32 @@ def main() -> None:
         os.environ.update(model.env())
         control = ProcessControl(provider.ledger, url, logs=folder / "logs")
         ledger = provider.ledger
-        for _ in range(args.rounds):
+        for round_ in range(2 * args.rounds):
+            warm = round_ % 2 == 1  # interleaved: cold spawn, then the TUI's warm standby
             proposal_id = _orphan(provider)
+            if warm:  # the TUI starts it when the orphan appears in the inbox
+                control.prepare_resume()
+                time.sleep(2.0)  # long enough for the standby to have started and imported
             start = time.perf_counter()
             ledger.approve(proposal_id, approver, "bench", context=context, via="tui")
             started = control.start_resume(proposal_id)
             while ledger.execution(proposal_id) is None:
                 time.sleep(0.002)
-            claimed.append(time.perf_counter() - start)
+            (claimed_warm if warm else claimed).append(time.perf_counter() - start)
             code = control.child(started.process_id).wait(timeout=120)
-            finished.append(time.perf_counter() - start)
+            (finished_warm if warm else finished).append(time.perf_counter() - start)
             assert code == 0, (folder / "logs" / f"{started.process_id}.log").read_text()
             assert ledger.get(proposal_id).status.value == "executed"
+            if warm:
+                continue
             begin = time.perf_counter()
             subprocess.run([*_supervisor_command(), "--version"], check=True, capture_output=True)
             peer.append(time.perf_counter() - begin)
     rows = [
-        ("approve -> resumed process claimed the call", claimed),
-        ("approve -> resume finished (tool, outcome, model reply)", finished),
+        ("cold: approve -> a new resume process claimed the call", claimed),
+        ("cold: approve -> resume finished (tool, outcome, reply)", finished),
+        ("warm standby (TUI): approve -> claimed the call", claimed_warm),
+        ("warm standby (TUI): approve -> resume finished", finished_warm),
         ("peer: spawn `supervisor --version` to exit", peer),
     ]
     print(f"{args.rounds} rounds, SQLite ledger {url}")
@@ -96,7 +107,9 @@ def main() -> None:
     for name, values in rows:
         p50, p95 = statistics.median(values), _percentile(values, 0.95)
         print(f"{name:58} {p50 * 1000:7.0f}ms {p95 * 1000:7.0f}ms")
-    print(f"ratio claimed/peer (p50): {statistics.median(claimed) / statistics.median(peer):.2f}x")
+    for label, values in (("cold", claimed), ("warm", claimed_warm)):
+        ratio = statistics.median(values) / statistics.median(peer)
+        print(f"ratio {label} claim / peer (p50): {ratio:.2f}x")
 
 
 if __name__ == "__main__":

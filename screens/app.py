@@ -177,5 +177,5 @@ def make_app(
     return SupervisorApp(
         main,
         services=[approvals, traces, processes],
-        cleanups=[provider.close] if provider is not None else [],
+        cleanups=[control.close, *([provider.close] if provider is not None else [])],
     )

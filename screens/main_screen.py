@@ -34,6 +34,7 @@ from screens.widgets.detail.detail_pane import DetailPane
 from screens.widgets.inbox.inbox_pane import InboxPane
 from screens.widgets.processes.processes_pane import ProcessesPane, detail_line
 from screens.widgets.trace.trace_view import TraceView
+from supervisor.errors import SupervisorError
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import AuditRecord, Proposal, TraceEvent
 from supervisor.services.approvals import ApprovalsService, InboxChange
@@ -212,6 +213,17 @@ class MainScreen(DecisionActions, ProcessActions):
             for proposal in change.upserted:
                 if self.selection.is_selected(proposal.proposal_id):
                     self.load_detail(proposal.proposal_id)
+            if change.orphaned:
+                self.prepare_resume()
+
+    @work(thread=True, exit_on_error=False, group="process-control")
+    def prepare_resume(self) -> None:
+        """Keep a warm resume process ready while orphans are in the inbox (approve and resume
+        then claims the call without paying Python's start-up)."""
+        try:
+            self.process_control.prepare_resume()
+        except (SupervisorError, OSError):
+            pass  # approve and resume spawns a process itself and reports what fails
 
     def _announce_decisions(self, proposal: Proposal, records: tuple[AuditRecord, ...]) -> None:
         """Tell the operator when someone else decided the proposal they had selected."""

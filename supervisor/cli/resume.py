@@ -9,15 +9,19 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from supervisor.cli.output import echo_json, echo_line
 from supervisor.cli.proposals import db_option, ledger_url
 
+if TYPE_CHECKING:
+    from supervisor.runtime.restart import ResumeRequest
+
 
 @click.command("resume")
-@click.argument("proposal_id")
+@click.argument("proposal_id", required=False)
 @db_option
 @click.option(
     "--continue-model/--no-continue-model", default=True, show_default=True,
@@ -34,14 +38,20 @@ from supervisor.cli.proposals import db_option, ledger_url
     "--decision-timeout", type=float, default=24 * 3600.0, show_default=True,
     help="Seconds to wait for each further human decision.",
 )  # fmt: skip
+@click.option(
+    "--standby", is_flag=True,
+    help="Start, open the ledger, then read the PROPOSAL_ID from stdin (a warm process the TUI "
+    "keeps ready; EOF exits).",
+)  # fmt: skip
 def resume(
-    proposal_id: str,
+    proposal_id: str | None,
     db_url: str | None,
     continue_model: bool,
     allow: tuple[str, ...],
     process_id: str | None,
     log_path: str | None,
     decision_timeout: float,
+    standby: bool,
 ) -> None:
     """Run a decided proposal whose agent process is gone, then continue its model turn.
 
@@ -51,29 +61,58 @@ def resume(
     and run, its outcome recorded, and the model goes on to the end of the run as a supervised
     process the TUI follows and stops. A second resume of the same proposal runs nothing.
     """
-    from supervisor.runtime.allowlist import effective_allowlist
-    from supervisor.runtime.restart import ResumeRequest, resume_supervised
+    from supervisor.runtime.restart import resume_supervised
     from supervisor.store.provider import SQLModelProvider
 
+    if (proposal_id is None) != standby:
+        raise click.UsageError("Give a PROPOSAL_ID, or --standby to read one from stdin.")
     url = ledger_url(db_url)
     if url is not None:
         os.environ["SUPERVISOR_DB"] = url  # the factory's SQLModelProvider() reads it
-    argv = ["supervisor", "resume", proposal_id]
-    if not continue_model:
-        argv.append("--no-continue-model")
-    if log_path:
-        argv += ["--log", log_path]
-    request = ResumeRequest(
-        proposal_id=proposal_id, command=shlex.join(argv), continue_model=continue_model,
-        process_id=process_id, decision_timeout=decision_timeout,
-        allowlist=effective_allowlist(allow),
-    )  # fmt: skip
     with SQLModelProvider(url, must_exist=True) as provider:
+        if standby:
+            warm_up()
+            proposal_id = sys.stdin.readline().strip()
+            if not proposal_id:
+                return  # no work came: the supervisor closed
+        assert proposal_id is not None
+        request = _request(proposal_id, continue_model, log_path, process_id, decision_timeout,
+                           allow)  # fmt: skip
         recovered = provider.ledger.recover()
         for execution in recovered:
             click.echo(f"[resume] {execution.proposal_id} needs reconciliation (its executor died)")
         code = resume_supervised(provider, request, click.echo)
     sys.exit(code)
+
+
+def warm_up() -> None:
+    """Import what re-creating an agent and calling its model need, before any work arrives."""
+    import openai  # noqa: F401  (the model client: the largest import a run makes)
+
+    import supervisor.runtime.builder  # noqa: F401
+
+
+def _request(
+    proposal_id: str,
+    continue_model: bool,
+    log_path: str | None,
+    process_id: str | None,
+    decision_timeout: float,
+    allow: tuple[str, ...],
+) -> ResumeRequest:
+    from supervisor.runtime.allowlist import effective_allowlist
+    from supervisor.runtime.restart import ResumeRequest
+
+    argv = ["supervisor", "resume", proposal_id]
+    if not continue_model:
+        argv.append("--no-continue-model")
+    if log_path:
+        argv += ["--log", log_path]
+    return ResumeRequest(
+        proposal_id=proposal_id, command=shlex.join(argv), continue_model=continue_model,
+        process_id=process_id, decision_timeout=decision_timeout,
+        allowlist=effective_allowlist(allow),
+    )  # fmt: skip
 
 
 @click.group("allowlist")

@@ -210,7 +210,10 @@ def run_demo(
         if tui and open_tui is not None:
             open_tui(url)
             return 0
-        return _follow(provider, processes, browser, auto_approve, url, echo, control)
+        try:
+            return _follow(provider, processes, browser, auto_approve, url, echo, control)
+        finally:
+            control.close()
     except KeyboardInterrupt:
         echo("Stopping the demo agents.")
         return 1
@@ -251,6 +254,8 @@ def _follow(
     ):
         pending = provider.ledger.list(status="pending", limit=100).items
         orphans = provider.ledger.orphans(pending)
+        if orphans and auto_approve:
+            control.prepare_resume()  # warm, so the approval below resumes at once
         for proposal in pending:
             if proposal.proposal_id in seen:
                 continue

@@ -8,6 +8,7 @@ the exit code either way. Only processes on this host can be signalled.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shlex
@@ -95,6 +96,16 @@ def read_tail(path: Path, offset: int, limit: int = TAIL_LIMIT) -> tuple[str, in
     return chunk.decode("utf-8", errors="replace"), offset + len(chunk)
 
 
+@dataclass(frozen=True)
+class _Standby:
+    """A warm ``supervisor resume --standby`` waiting on its stdin for a proposal id."""
+
+    process_id: str
+    child: subprocess.Popen[bytes]
+    log_path: Path
+    argv: tuple[str, ...]
+
+
 def _supervisor_command() -> list[str]:
     beside = Path(sys.executable).parent / "supervisor"
     found = str(beside) if beside.exists() else shutil.which("supervisor")
@@ -139,6 +150,7 @@ class ProcessControl:
         self.logs = logs or log_folder(db_url)
         self.env = dict(env or {})
         self._children: dict[str, subprocess.Popen[bytes]] = {}
+        self._standby: _Standby | None = None
 
     def start_run(self, reference: str, text: str, thread_id: str | None = None) -> StartedRun:
         """Spawn ``supervisor run REFERENCE --input TEXT`` with its output in a log file."""
@@ -155,16 +167,72 @@ class ProcessControl:
             argv += ["--db", self.db_url]
         return self._spawn(process_id, argv, log_path)
 
-    def start_resume(self, proposal_id: str) -> StartedRun:
-        """Spawn ``supervisor resume PROPOSAL_ID`` (an orphan's run, driven to its end)."""
-        process_id = f"resume-{uuid.uuid4().hex[:12]}"
-        self.logs.mkdir(parents=True, exist_ok=True)
-        log_path = self.logs / f"{process_id}.log"
-        argv = [*_supervisor_command(), "resume", proposal_id]
+    def _resume_argv(self, process_id: str, log_path: Path, *first: str) -> list[str]:
+        argv = [*_supervisor_command(), "resume", *first]
         argv += ["--process-id", process_id, "--log", str(log_path)]
         if self.db_url:
             argv += ["--db", self.db_url]
-        return self._spawn(process_id, argv, log_path)
+        return argv
+
+    def prepare_resume(self) -> None:
+        """Keep one ``supervisor resume --standby`` warm (imported, ledger open), if none is.
+
+        Starting Python and importing the runtime costs most of a resume's first second; a
+        standby has paid it, so :meth:`start_resume` hands it the proposal and it claims the
+        call at once. Called when an orphan appears; :meth:`close` ends an unused standby.
+        """
+        if self._standby is not None and self._standby.child.poll() is None:
+            return
+        process_id = f"resume-{uuid.uuid4().hex[:12]}"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log_path = self.logs / f"{process_id}.log"
+        argv = self._resume_argv(process_id, log_path, "--standby")
+        with log_path.open("ab") as log:
+            child = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, env={**os.environ, **self.env},
+            )  # fmt: skip
+        self._standby = _Standby(process_id, child, log_path, tuple(argv))
+
+    def start_resume(self, proposal_id: str) -> StartedRun:
+        """Run ``supervisor resume PROPOSAL_ID`` (an orphan's run, driven to its end).
+
+        A warm standby (:meth:`prepare_resume`) takes it when one is alive; otherwise a new
+        process is spawned.
+        """
+        standby, self._standby = self._standby, None
+        if standby is not None and standby.child.poll() is None and standby.child.stdin:
+            try:
+                standby.child.stdin.write(f"{proposal_id}\n".encode())
+                standby.child.stdin.close()
+            except OSError:
+                standby.child.kill()  # it died meanwhile: spawn one below
+            else:
+                self._children[standby.process_id] = standby.child
+                return StartedRun(
+                    standby.process_id, standby.child.pid, standby.log_path,
+                    (*standby.argv, proposal_id),
+                )  # fmt: skip
+        process_id = f"resume-{uuid.uuid4().hex[:12]}"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log_path = self.logs / f"{process_id}.log"
+        return self._spawn(
+            process_id, self._resume_argv(process_id, log_path, proposal_id), log_path
+        )
+
+    def close(self) -> None:
+        """End an unused standby (closing its stdin tells it there is no work)."""
+        standby, self._standby = self._standby, None
+        if standby is None:
+            return
+        if standby.child.stdin is not None:
+            with contextlib.suppress(OSError):
+                standby.child.stdin.close()
+        try:
+            standby.child.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            standby.child.kill()
+            standby.child.wait(timeout=5)
 
     def _spawn(self, process_id: str, argv: list[str], log_path: Path) -> StartedRun:
         with log_path.open("ab") as log:

@@ -249,3 +249,32 @@ def test_resume_refuses_a_pending_proposal_and_one_a_live_process_waits_on(
         assert refused.returncode == 2
         assert "Process run-alive" in refused.stderr and "runs it itself" in refused.stderr
         assert effects(tmp_path) == []
+
+
+def test_a_warm_standby_takes_the_orphan_and_an_unused_one_exits_on_close(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    from supervisor.services.process_control import ProcessControl
+
+    with ScriptedModel(crm_turn) as model, opened(sqlite_url) as ledger:
+        env = environment(tmp_path, sqlite_url, model)
+        proposal_id = orphan_of_a_killed_run(env, ledger)
+        control = ProcessControl(ledger, sqlite_url, logs=tmp_path / "logs", env=env)
+        control.prepare_resume()
+        standby = control._standby
+        assert standby is not None
+        control.prepare_resume()  # one is enough: the same standby stays
+        assert control._standby is standby
+        assert run_cli("proposals", "approve", proposal_id, env=env).returncode == 0
+        started = control.start_resume(proposal_id)
+        assert started.process_id == standby.process_id and started.pid == standby.child.pid
+        assert control.child(started.process_id).wait(timeout=120) == 0
+        assert effects(tmp_path) == ["create_customer Ada Lovelace ada@example.com"]
+        row = next(p for p in ledger.list_processes() if p.process_id == started.process_id)
+        assert row.command == f"supervisor resume {proposal_id} --log {started.log_path}"
+        control.prepare_resume()  # a new standby, never used
+        unused = control._standby
+        assert unused is not None
+        control.close()
+        assert unused.child.wait(timeout=30) == 0
+        assert all(p.process_id != unused.process_id for p in ledger.list_processes())
