@@ -143,7 +143,7 @@ class DecisionActions(Screen[None]):
         self._approve(resume=True)
 
     def orphan_note(self, proposal: Proposal) -> str | None:
-        """``Its agent is gone (process X, pid N, lost since T)`` for an orphan, else None."""
+        """``process X, pid N, lost since T`` (who waited on it) for an orphan, else None."""
         waiter = self.approvals.orphans().get(proposal.proposal_id)
         if waiter is None:
             return None
@@ -153,7 +153,7 @@ class DecisionActions(Screen[None]):
             where += f", pid {process.pid}, {process.status}"
             since = process.lost_at or process.heartbeat_at
             where += f" since {since:%H:%M:%S} UTC"
-        return f"Its agent is gone ({where})."
+        return where
 
     def _approve(self, *, resume: bool | None) -> None:
         """Approve the selection; ``resume`` None asks first when the proposal is orphaned."""
@@ -176,9 +176,9 @@ class DecisionActions(Screen[None]):
         def after_risk() -> None:
             if resume is None and note is not None:
                 question = (
-                    f"{escaped(proposal.tool_name)} was proposed by an agent that is gone: "
-                    f"{escaped(note)} Approving alone runs nothing. Approve and resume it in a "
-                    "new supervised process?"
+                    f"{escaped(proposal.tool_name)} was proposed by an agent that is gone "
+                    f"({escaped(note)}). Approving alone runs nothing. Approve and resume it "
+                    "in a new supervised process?"
                 )
                 self.app.push_screen(OrphanDialog(question), go)
             else:
