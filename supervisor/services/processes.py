@@ -64,8 +64,9 @@ def lost_state(since: datetime) -> str:
 
 def process_state(process: ProcessRecord, now: datetime) -> tuple[str, datetime | None]:
     """The state shown for a process row and, for a lost one, since when."""
-    if process.exit_code is not None:
-        return f"exited {process.exit_code}", None
+    if process.exit_code is not None:  # "stopped 143" for a run the operator stopped
+        ended = "stopped" if process.status == "stopped" else "exited"
+        return f"{ended} {process.exit_code}", None
     if process.status == "lost":
         since = process.lost_at or process.heartbeat_at
         return lost_state(since), since

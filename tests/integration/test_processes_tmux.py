@@ -121,7 +121,7 @@ def test_the_second_run_selected_through_refreshes_is_the_one_stopped(
             time.sleep(0.1)
         assert runs.status("run-1") == "stopped"
         assert runs.children["run-1"].wait(timeout=WAIT_S) is not None
-        tmux.wait_for(lambda screen: "exited 143" in screen, WAIT_S, "the stopped row")
+        tmux.wait_for(lambda screen: "stopped 143" in screen, WAIT_S, "the stopped row")
         for process_id, child in runs.children.items():
             if process_id != "run-1":
                 assert child.poll() is None, process_id

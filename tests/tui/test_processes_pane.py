@@ -149,7 +149,7 @@ async def test_selection_follows_the_process_through_refreshes_and_stop_is_confi
         # The row says how it ended, as recorded (SIGTERM: 128 + 15).
         await wait_for(
             pilot,
-            lambda: pane.selected_row is not None and pane.selected_row.state == "exited 143",
+            lambda: pane.selected_row is not None and pane.selected_row.state == "stopped 143",
             10,
         )
         others = [child for name, child in runs.items() if name != "run-1"]
