@@ -281,7 +281,7 @@ def test_demo_edit_in_tmux_runs_the_edited_call_in_the_waiting_crm_agent(
     while time.monotonic() < deadline and "Done as edited by a human" not in log.read_text():
         time.sleep(0.2)
     text = log.read_text()
-    assert f"edited by a human: now {edited.proposal_id}" in text, text
+    assert f"edited by a human: {original.proposal_id} -> {edited.proposal_id}" in text, text
     assert "approved: Done as edited by a human ($.email: 'ada@example.com' -> " in text, text
     with SQLModelProvider(f"sqlite:///{home / 'ledger.db'}") as provider:
         assert provider.ledger.get(edited.proposal_id).status is ProposalStatus.EXECUTED
