@@ -289,6 +289,8 @@ class DecisionActions(Screen[None]):
         try:
             match decision:
                 case Approve():
+                    if decision.resume:  # nothing is decided when the agent cannot come back
+                        self.process_control.check_resume(decision.proposal_id)
                     decided = [service.approve(decision.proposal_id, decision.guard)]
                     self.post_message(ProposalDecided(decision, decided))
                     if decision.resume:
@@ -319,7 +321,10 @@ class DecisionActions(Screen[None]):
         except ApprovalAlreadyDecided as error:
             self.post_message(DecisionFailed(decision, conflict_message(error)))
         except SupervisorError as error:
-            self.post_message(DecisionFailed(decision, error.message))
+            text = f"{error.message} {error.hint}" if error.hint else error.message
+            if isinstance(decision, Approve) and decision.resume:
+                text = f"Nothing was approved: {text}"
+            self.post_message(DecisionFailed(decision, escaped(text)))
 
     def start_resume(self, decision: Approve) -> None:
         """Spawn ``supervisor resume`` on an approved orphan (from the decision worker)."""

@@ -91,17 +91,20 @@ def _rebind_hint(error: SupervisorError) -> str:
     return "Reject or cancel the proposal and run the call again with the current tool."
 
 
-def rebuild_agent(
-    provider: SQLModelProvider, proposal: Proposal, allowlist: frozenset[str]
-) -> MemAgent:
-    """The proposal's agent, re-created from the ledger and the allowlist only.
+def check_rebuildable(
+    ledger: ApprovalLedger, proposal: Proposal, allowlist: frozenset[str]
+) -> AgentConfig:
+    """What :func:`rebuild_agent` will need, checked without importing anything.
+
+    The TUI asks this before an approve and resume, so an agent that cannot be re-created is
+    reported (with the fix) before anything is decided.
 
     Raises:
-        NotResumable: The agent is not saved, its factory or a tool reference is not on the
-            allowlist, a tool cannot be rebound, or the factory builds another agent.
+        NotResumable: The agent is not saved, or its factory or a tool reference is not on the
+            allowlist (or a tool has none).
     """
     owner = proposal.owner
-    record = provider.ledger.load_agent(owner)
+    record = ledger.load_agent(owner)
     if record is None:
         raise NotResumable(
             f"Proposal {proposal.proposal_id} was made by agent {owner!r}, which is not saved in "
@@ -123,6 +126,39 @@ def rebuild_agent(
                 agent=owner,
                 reference=factory,
             )
+        return config
+    for tool in config.tools:
+        if tool.import_ref is None:
+            raise NotResumable(
+                f"Agent {owner!r} cannot be re-created: its tool {tool.name!r} has no import "
+                "reference.",
+                hint=_rebind_hint(UnknownToolError(tool.name)),
+                agent=owner,
+            )
+        if not is_allowed(tool.import_ref, allowlist):
+            raise NotResumable(
+                f"Agent {owner!r} cannot be re-created: its tool {tool.name!r} comes from "
+                f"{tool.import_ref!r}, which is not on the resume allowlist ({allowlist_path()}).",
+                hint=_rebind_hint(ReferenceNotAllowed(tool.import_ref, reference=tool.import_ref)),
+                agent=owner,
+                reference=tool.import_ref,
+            )
+    return config
+
+
+def rebuild_agent(
+    provider: SQLModelProvider, proposal: Proposal, allowlist: frozenset[str]
+) -> MemAgent:
+    """The proposal's agent, re-created from the ledger and the allowlist only.
+
+    Raises:
+        NotResumable: The agent is not saved, its factory or a tool reference is not on the
+            allowlist, a tool cannot be rebound, or the factory builds another agent.
+    """
+    owner = proposal.owner
+    config = check_rebuildable(provider.ledger, proposal, allowlist)
+    factory = config.restart_factory
+    if factory is not None:
         agent = build_agent(factory)
         if agent.agent_id != owner:
             raise NotResumable(

@@ -194,6 +194,20 @@ class ProcessControl:
             )  # fmt: skip
         self._standby = _Standby(process_id, child, log_path, tuple(argv))
 
+    def check_resume(self, proposal_id: str) -> None:
+        """Refuse, before any decision, a resume that could not re-create the agent.
+
+        Reads the ledger and the operator's allowlist; imports nothing.
+
+        Raises:
+            NotResumable: The agent is not saved or its factory or tools are not allowlisted
+                (the message says which and how to fix it).
+        """
+        from supervisor.runtime.allowlist import effective_allowlist
+        from supervisor.runtime.restart import check_rebuildable
+
+        check_rebuildable(self.ledger, self.ledger.get(proposal_id), effective_allowlist())
+
     def start_resume(self, proposal_id: str) -> StartedRun:
         """Run ``supervisor resume PROPOSAL_ID`` (an orphan's run, driven to its end).
 

@@ -12,17 +12,18 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from support.cli import SUPERVISOR
 from support.run_factories import CRM_QUERY, crm_turn
-from tui_helpers import drawn_text, main_screen, record_notifications, wait_for
+from tui_helpers import drawn_text, main_screen, propose, record_notifications, wait_for
 
 from screens.app import make_app
 from screens.orphan_dialog import OrphanDialog
 from screens.widgets.inbox.inbox_pane import ORPHAN_BADGE, InboxPane
-from supervisor.ledger.models import ProposalStatus
+from supervisor.ledger.models import ProcessRecord, ProposalStatus
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.process_control import ProcessControl
 from supervisor.services.settings import SupervisorSettings
@@ -148,3 +149,37 @@ async def test_approve_only_on_an_orphan_runs_nothing(
         await app.workers.wait_for_complete()
     assert not any(p.process_id.startswith("resume-") for p in provider.ledger.list_processes())
     assert effects(tmp_path) == []
+
+
+async def test_approve_and_resume_of_an_agent_that_cannot_come_back_decides_nothing(
+    provider: SQLModelProvider,
+    env: dict[str, str],
+    tmp_path: Path,
+    settings: SupervisorSettings,
+    identity: ApproverIdentity,
+) -> None:
+    """The agent was never saved (nothing can re-create it): R says why, approves nothing."""
+    ledger = provider.ledger
+    proposal = propose(ledger)  # owner crm-agent, never saved
+    gone = datetime.now(UTC)
+    ledger.upsert_process(
+        ProcessRecord(process_id="run-gone", kind="agent_run", pid=4242, host="h",
+                      command="supervisor run x", status="exited", exit_code=137,
+                      started_at=gone, heartbeat_at=gone)
+    )  # fmt: skip
+    ledger.record_waiters("run-gone", [proposal.proposal_id])
+    control = ProcessControl(ledger, provider.url, logs=tmp_path / "logs", env=env)
+    app = make_app(settings, ledger=ledger, identity=identity, process_control=control)
+    notes = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        inbox = screen.query_one(InboxPane)
+        await wait_for(pilot, lambda: ORPHAN_BADGE in drawn_text(inbox.table), limit=30)
+        await wait_for(pilot, lambda: screen.guard is not None)
+        await pilot.press("R")
+        await wait_for(pilot, lambda: any("Nothing was approved" in n for n in notes))
+        note = next(n for n in notes if "Nothing was approved" in n)
+        assert "not saved in this ledger" in note and "supervisor run MODULE:FACTORY" in note
+        await app.workers.wait_for_complete()
+    assert ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
+    assert not any(p.process_id.startswith("resume-") for p in ledger.list_processes())
