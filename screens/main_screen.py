@@ -68,6 +68,8 @@ class MainScreen(DecisionActions, ProcessActions, ReconcileActions):
         Binding("e", "edit", "Edit", id="edit"),
         Binding("x", "extend", "Extend", id="extend"),
         Binding("b", "batch_approve", "Batch", id="batch-approve"),
+        # Shown only while a call that stopped mid-call awaits a human's finding.
+        Binding("n", "reconcile_view", "Reconcile", id="reconcile-view"),
         Binding("o", "open_blob", "Result", id="open-blob"),
         Binding("h", "toggle_hash", "Hash", id="toggle-hash"),
         # A priority binding runs as the key is read, so text typed right after "/" lands in
@@ -82,7 +84,6 @@ class MainScreen(DecisionActions, ProcessActions, ReconcileActions):
         Binding("k", "stop_process", "Stop", id="stop-process"),
         Binding("p", "focus_processes", "Processes", id="focus-processes"),
         Binding("f", "clear_trace_filter", "All agents", id="clear-trace-filter"),
-        Binding("n", "reconcile_view", "Reconcile", id="reconcile-view"),
     ]
 
     def __init__(

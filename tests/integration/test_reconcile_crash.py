@@ -155,9 +155,7 @@ def test_killed_mid_call_is_reconciled_from_the_cli_and_the_thread_continues(
         verified = run_cli("audit", "verify", env=env)
         assert verified.returncode == 0, verified.stdout + verified.stderr
         with SQLModelProvider(url) as provider:
-            [record] = [
-                r for r in provider.ledger.events_since(0, 1000) if r.action == "reconcile"
-            ]
+            [record] = [r for r in provider.ledger.events_since(0, 1000) if r.action == "reconcile"]
         assert record.subject == proposal_id
         assert record.payload["outcome"] == "executed" and record.payload["reason"] == FOUND
         assert record.payload["identity"] == str(EnvironmentIdentity.current())

@@ -19,7 +19,7 @@ from support.agents import ADA, approved_create_customer, side_effects
 
 from supervisor import SQLModelProvider
 from supervisor.ledger.models import ExecutorIdentity, ProposalStatus
-from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall
+from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall, Turn
 
 
 @pytest.fixture(autouse=True)
@@ -42,7 +42,10 @@ def _tool_message(request: Any) -> dict[str, Any]:
 def test_a_stranded_call_waits_for_the_human_then_the_turn_continues_with_the_finding(
     provider: SQLModelProvider,
 ) -> None:
-    script = [CallTools([ToolCall("create_customer", ADA)]), Reply("Ada was not created.")]
+    script: list[Turn] = [
+        CallTools([ToolCall("create_customer", ADA)]),
+        Reply("Ada was not created."),
+    ]
     with ScriptedModel(script) as model:
         agent, proposal = approved_create_customer(provider, model, "crm")
         ledger = provider.ledger
@@ -72,7 +75,10 @@ def test_a_stranded_call_waits_for_the_human_then_the_turn_continues_with_the_fi
 def test_a_call_that_ran_before_its_resumer_stopped_continues_the_turn_once(
     provider: SQLModelProvider,
 ) -> None:
-    script = [CallTools([ToolCall("create_customer", ADA)]), Reply("Ada is in the CRM.")]
+    script: list[Turn] = [
+        CallTools([ToolCall("create_customer", ADA)]),
+        Reply("Ada is in the CRM."),
+    ]
     with ScriptedModel(script) as model:
         agent, proposal = approved_create_customer(provider, model, "crm")
         ran = agent.resume_approval(proposal.proposal_id, continue_model=False)
