@@ -26,7 +26,7 @@ from support.cli import assert_one_line_error, run_cli
 
 from supervisor import SQLModelProvider
 from supervisor.ledger.identity import EnvironmentIdentity
-from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall, Turn
+from supervisor.testing import CallTools, Delay, Reply, ScriptedModel, ToolCall, Turn
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 REPO = TESTS_DIR.parent
@@ -77,12 +77,16 @@ def _json(env: dict[str, str], *args: str) -> dict[str, Any]:
     return parsed
 
 
-def _killed_mid_call(tmp_path: Path, env: dict[str, str], proposal_id: str) -> int:
-    """A resumer runs the approved charge and is SIGKILLed inside it; returns its pid."""
-    runner = subprocess.Popen(
+def _resumer(env: dict[str, str], proposal_id: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [sys.executable, "-m", "support.reconcile_proc", "resume", proposal_id],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+
+
+def _killed_mid_call(tmp_path: Path, env: dict[str, str], proposal_id: str) -> int:
+    """A resumer runs the approved charge and is SIGKILLed inside it; returns its pid."""
+    runner = _resumer(env, proposal_id)
     try:
         until(lambda: (tmp_path / "started").exists() or runner.poll() is not None, "the call")
         assert runner.poll() is None, runner.communicate()
@@ -177,3 +181,41 @@ def test_killed_mid_call_is_reconciled_from_the_cli_and_the_thread_continues(
         assert isinstance(second, dict) and second["assistant_response"] is None
         assert len(model.requests) == 2
     assert _charges(tmp_path) == ["charge_card A-1 125"]
+
+
+def test_two_resumers_of_a_reconciled_call_call_the_model_once(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    script: list[Turn] = [
+        CallTools([ToolCall("charge_card", CHARGE)]),
+        Delay(3, Reply("Not charged: a human found the call did not take effect.")),
+        Reply("A second continuation of the same turn."),
+    ]
+    with ScriptedModel(script) as model:
+        env = _env(tmp_path, sqlite_url, model)
+        (proposal_id,) = _proc(env, "pause", "Charge order A-1")
+        assert run_cli("proposals", "approve", proposal_id, env=env).returncode == 0
+        _killed_mid_call(tmp_path, env, proposal_id)
+        done = run_cli(
+            "proposals", "reconcile", proposal_id, "--as", "failed", "--reason", "not on file",
+            env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        resumers = [_resumer(env, proposal_id) for _ in range(2)]
+        results = []
+        for resumer in resumers:
+            out, err = resumer.communicate(timeout=120)
+            assert resumer.returncode == 0, err
+            results.append(json.loads(out.strip().splitlines()[-1]))
+        assert len(model.requests) == 2  # the pause, then one continuation: never two
+        answers = [result["assistant_response"] for result in results]
+        assert answers.count(None) == 1  # the other found the turn taken, and moved on
+        assert "Not charged: a human found the call did not take effect." in answers
+        assert _tool_message_of(model.requests[1])["reconciled"] == "failed"
+    assert _charges(tmp_path) == ["charge_card A-1 125"]
+
+
+def _tool_message_of(request: Any) -> dict[str, Any]:
+    [message] = [m for m in request.messages if m["role"] == "tool"]
+    told: dict[str, Any] = json.loads(message["content"])
+    return told

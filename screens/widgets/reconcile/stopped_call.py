@@ -34,6 +34,7 @@ def what_ran(detail: ReconcileDetail) -> Text:
 def where_it_stopped(detail: ReconcileDetail) -> Text:
     """Executor, pid, host, claim time, why it was flagged (and the finding, once recorded)."""
     rows = stopped_lines(detail.proposal, detail.execution, detail.reconciliation)
+    rows = [(label, text) for label, text in rows if label != "next"]  # the footer has e / f
     if not rows:
         return Text("never claimed: nothing ran")
     return Text("\n".join(f"{label:<11}{escaped(text)}" for label, text in rows))
