@@ -105,7 +105,7 @@ class ReconcileScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#reconcile-table", DataTable)
-        table.add_columns("tool", "agent", "proposal", "flagged at")
+        table.add_columns("tool", "agent", "proposal", "flagged (UTC)")
         self.reconciliation.subscribe(self._on_change)
         self.show(self.reconciliation.proposals())
         self.set_focus(table)
