@@ -20,6 +20,7 @@ from supervisor.services.connection import LedgerConnection
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.process_control import ProcessControl
 from supervisor.services.processes import ProcessesService
+from supervisor.services.reconciliation import ReconciliationService
 from supervisor.services.results import ResultsService
 from supervisor.services.review.service import ReviewService
 from supervisor.services.settings import SupervisorSettings
@@ -41,6 +42,7 @@ MAIN_COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("start_run", "Start a supervised run", "supervisor run MODULE:FACTORY --input TEXT"),
     ("follow_log", "Follow a run's output", "Tail the selected process's log"),
     ("stop_process", "Stop a run", "SIGTERM the selected process, SIGKILL after a grace"),
+    ("reconcile_view", "Reconcile stopped calls", "Record whether calls cut off mid-run ran"),
 )
 
 
@@ -155,9 +157,11 @@ def make_app(
         provider = SQLModelProvider(settings.db_url)
         ledger = provider.ledger
     connection = LedgerConnection()
-    approvals = ApprovalsService(
-        ledger, identity or ApproverIdentity.current("tui"), settings, connection=connection
-    )
+    identity = identity or ApproverIdentity.current("tui")
+    approvals = ApprovalsService(ledger, identity, settings, connection=connection)
+    # Runs recovery at start and on every refresh: a call whose executor died mid-call shows
+    # as needs_reconciliation without anyone asking.
+    reconciliation = ReconciliationService(ledger, identity, connection=connection)
     traces = TracesService(ledger, settings, connection=connection)
     processes = ProcessesService(
         ledger, settings, pending=approvals.pending, trace=traces.events, connection=connection
@@ -173,9 +177,10 @@ def make_app(
         process_control=control,
         settings=settings,
         connection=connection,
+        reconciliation=reconciliation,
     )
     return SupervisorApp(
         main,
-        services=[approvals, traces, processes],
+        services=[approvals, traces, processes, reconciliation],
         cleanups=[control.close, *([provider.close] if provider is not None else [])],
     )

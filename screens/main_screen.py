@@ -30,6 +30,7 @@ from screens.messages import (
     TraceEventsArrived,
 )
 from screens.process_actions import ProcessActions
+from screens.reconcile_actions import ReconcileActions
 from screens.widgets.detail.detail_pane import DetailPane
 from screens.widgets.inbox.inbox_pane import InboxPane
 from screens.widgets.processes.processes_pane import ProcessesPane, detail_line
@@ -42,6 +43,7 @@ from supervisor.services.connection import ConnectionStatus, LedgerConnection
 from supervisor.services.guard import RenderGuardMissing
 from supervisor.services.process_control import ProcessControl
 from supervisor.services.processes import ProcessesService, ProcessRow, trace_filter_for
+from supervisor.services.reconciliation import ReconciliationService
 from supervisor.services.results import ResultsService
 from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import ALL_EVENTS, TraceBatch, TraceFilter, TracesService
@@ -57,7 +59,7 @@ DECIDED = {
 }
 
 
-class MainScreen(DecisionActions, ProcessActions):
+class MainScreen(DecisionActions, ProcessActions, ReconcileActions):
     """Watch and steer: everything a supervisor needs on one screen."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -68,6 +70,8 @@ class MainScreen(DecisionActions, ProcessActions):
         Binding("e", "edit", "Edit", id="edit"),
         Binding("x", "extend", "Extend", id="extend"),
         Binding("b", "batch_approve", "Batch", id="batch-approve"),
+        # Shown only while a call that stopped mid-call awaits a human's finding.
+        Binding("n", "reconcile_view", "Reconcile", id="reconcile-view"),
         Binding("o", "open_blob", "Result", id="open-blob"),
         Binding("h", "toggle_hash", "Hash", id="toggle-hash"),
         # A priority binding runs as the key is read, so text typed right after "/" lands in
@@ -94,8 +98,10 @@ class MainScreen(DecisionActions, ProcessActions):
         process_control: ProcessControl,
         settings: SupervisorSettings,
         connection: LedgerConnection | None = None,
+        reconciliation: ReconciliationService | None = None,
     ) -> None:
         super().__init__(approvals=approvals, results=results, settings=settings)
+        self.reconciliation = reconciliation
         self.connection = connection or approvals.connection
         self.traces = traces
         self.processes = processes
@@ -123,6 +129,8 @@ class MainScreen(DecisionActions, ProcessActions):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "clear_trace_filter":
             return True if self.trace_filter is not ALL_EVENTS else None
+        if action == "reconcile_view":
+            return self.reconcile_available()
         return super().check_action(action, parameters)
 
     # -- wiring ---------------------------------------------------------------------------
@@ -144,6 +152,7 @@ class MainScreen(DecisionActions, ProcessActions):
         self.traces.subscribe(self._on_trace)
         self.processes.subscribe(self._on_processes)
         self.connection.subscribe(self._on_connection)
+        self.follow_reconciliation()
         self._show_connection(self.connection.status())
         self._loaded = self.approvals.loaded
         self.query_one(InboxPane).now = self.now()
@@ -161,6 +170,7 @@ class MainScreen(DecisionActions, ProcessActions):
         self.traces.unsubscribe(self._on_trace)
         self.processes.unsubscribe(self._on_processes)
         self.connection.unsubscribe(self._on_connection)
+        self.unfollow_reconciliation()
 
     def now(self) -> datetime:
         return self.settings.now()

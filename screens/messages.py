@@ -13,6 +13,7 @@ from supervisor.services.approvals import InboxChange
 from supervisor.services.connection import ConnectionStatus
 from supervisor.services.process_control import StartedRun
 from supervisor.services.processes import ProcessRow
+from supervisor.services.reconciliation import ReconcileChange
 
 
 @dataclass
@@ -97,3 +98,18 @@ class ResumeStarted(Message):
 
     proposal_id: str
     run: StartedRun
+
+
+@dataclass
+class ReconciliationChanged(Message):
+    """The calls awaiting reconciliation changed (recovery flagged one, or one was reconciled)."""
+
+    change: ReconcileChange
+
+    def can_replace(self, message: Message) -> bool:
+        # A burst keeps the newest list, and the flagged executions of every change it merges.
+        if isinstance(message, ReconciliationChanged):
+            flagged = (*message.change.flagged, *self.change.flagged)
+            self.change = ReconcileChange(self.change.proposals, flagged)
+            return True
+        return False

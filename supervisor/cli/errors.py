@@ -55,3 +55,16 @@ class EditArgumentsInvalid(SupervisorError, ValueError):
             f"The edited arguments are not usable: {reason}; nothing was changed.",
             hint="Pass --args '{\"key\": value}' (one JSON object) or --set KEY=JSON (repeatable).",
         )
+
+
+class ReasonRequired(SupervisorError, ValueError):
+    """A verb that records a human's finding was given an empty reason."""
+
+    code = "reason_required"
+
+    def __init__(self, option: str, what: str) -> None:
+        super().__init__(
+            f"{option} is empty; nothing was recorded.",
+            hint=f"Give {option} and {what} (it is audited).",
+            option=option,
+        )

@@ -20,7 +20,10 @@ from supervisor.version import __version__
 LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "sandbox": ("supervisor.cli.sandbox:sandbox", "Run commands in the code sandbox."),
     "doctor": ("supervisor.cli.doctor:doctor", "Check sandbox isolation, Chromium and the ledger."),
-    "proposals": ("supervisor.cli.proposals:proposals", "List, show, decide and edit proposals."),
+    "proposals": (
+        "supervisor.cli.proposals:proposals",
+        "List, show, decide, edit and reconcile proposals.",
+    ),
     "traces": ("supervisor.cli.traces:traces", "Tail, export and review tool traces."),
     "audit": ("supervisor.cli.audit:audit", "Verify the audit hash chain."),
     "policy": ("supervisor.cli.policy:policy", "Show, list and apply the approval policy."),

@@ -1,23 +1,27 @@
-"""``supervisor proposals``: list, show, decide and edit proposals without the TUI (via=cli).
+"""``supervisor proposals``: list, show, decide, edit and reconcile proposals without the TUI
+(via=cli).
 
 Every command takes ``--db URL`` (default: ``SUPERVISOR_DB`` or the user's ledger) and refuses
 a ledger that does not exist (``ledger_not_found``) instead of creating one; ``list`` and
 ``show`` open it read-only. Decisions record the approver as ``--approver`` or OS user@host; a
 conflict (someone else decided first) prints who won and when and exits non-zero (2), like
-every typed error. Everything printed is escaped (:mod:`supervisor.cli.output`).
+every typed error. Every verb first runs recovery (:func:`open_recovered`), so a call whose
+executor died mid-call shows as ``needs_reconciliation`` without anyone asking. Everything
+printed is escaped (:mod:`supervisor.cli.output`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import click
 
 from supervisor.cli.output import echo_json, echo_line
+from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import APPROVER_ID_MAX, Proposal, ProposalStatus, ProposalWaiter
 from supervisor.ledger.service import ApprovalLedger
 
@@ -67,6 +71,23 @@ def open_ledger(
     provider = SQLModelProvider(ledger_url(db_url), read_only=read_only, must_exist=must_exist)
     with provider:
         yield provider.ledger
+
+
+@contextmanager
+def open_recovered(db_url: str | None, *, read_only: bool = False) -> Iterator[ApprovalLedger]:
+    """:func:`open_ledger` after recovery: every ``proposals`` verb first flags the calls whose
+    executor is gone as ``needs_reconciliation`` (never re-run), so what it shows or decides is
+    current. A read-only verb opens a writable ledger only when there is something to flag.
+    """
+    from supervisor.services.recovery import recover_for_reader, recover_now
+
+    with open_ledger(db_url, read_only=read_only, must_exist=not read_only) as ledger:
+        if read_only:
+            recover_for_reader(ledger, lambda: open_ledger(db_url, must_exist=True))
+        else:
+            with suppress(LedgerError):  # the verb's own read or write reports the ledger
+                recover_now(ledger)
+        yield ledger
 
 
 def proposal_json(proposal: Proposal, waiter: ProposalWaiter | None = None) -> dict[str, Any]:
@@ -125,7 +146,7 @@ def _approver(approver: str | None) -> tuple[str, Any]:
 
 @click.group()
 def proposals() -> None:
-    """List, show, decide and edit proposals (headless)."""
+    """List, show, decide, edit and reconcile proposals (headless)."""
 
 
 @proposals.command("list")
@@ -155,7 +176,7 @@ def list_proposals(
     db_url: str | None,
 ) -> None:
     """List proposals (pending by default), oldest first."""
-    with open_ledger(db_url, read_only=True) as ledger:
+    with open_recovered(db_url, read_only=True) as ledger:
         page = ledger.list(
             status=None if all_statuses else status,
             owner=owner,
@@ -187,16 +208,25 @@ def list_proposals(
 @click.option("--json", "as_json", is_flag=True, help="One JSON document.")
 @db_option
 def show_proposal(proposal_id: str, as_json: bool, db_url: str | None) -> None:
-    """Show one proposal with its full arguments and decision history."""
-    with open_ledger(db_url, read_only=True) as ledger:
+    """Show one proposal with its full arguments and decision history.
+
+    A claimed call also says what ran it (executor, pid, host, claimed at); one that stopped
+    mid-call says why it was flagged and how to reconcile it.
+    """
+    with open_recovered(db_url, read_only=True) as ledger:
         proposal = ledger.get(proposal_id)
         history = _history(ledger, proposal_id)
         waiter = ledger.waiters([proposal_id]).get(proposal_id)
+        execution = ledger.execution(proposal_id)
+        found = ledger.reconciliation(proposal_id) if execution is not None else None
     if as_json:
         body = proposal_json(proposal, waiter)
+        body["execution"] = execution.model_dump(mode="json") if execution else None
+        body["reconciliation"] = found.model_dump(mode="json") if found else None
         body["history"] = [record.model_dump(mode="json") for record in history]
         echo_json(body)
         return
+    from supervisor.services.reconciliation import stopped_lines
     from supervisor.services.rendering import render_arguments
 
     rows = [
@@ -223,6 +253,7 @@ def show_proposal(proposal_id: str, as_json: bool, db_url: str | None) -> None:
         rows.append(f"supersedes  {proposal.supersedes_id}")
     if proposal.superseded_by_id:
         rows.append(f"superseded by {proposal.superseded_by_id}")
+    rows.extend(f"{label:<11} {text}" for label, text in stopped_lines(proposal, execution, found))
     for row in rows:  # one field per line, each escaped on its own
         echo_line(row)
     click.echo("arguments")
@@ -245,7 +276,7 @@ def _history(ledger: ApprovalLedger, proposal_id: str) -> list[Any]:
 def _decide(action: str, proposal_id: str, reason: str | None, approver: str | None,
             as_json: bool, db_url: str | None) -> None:  # fmt: skip
     approver_id, context = _approver(approver)
-    with open_ledger(db_url, must_exist=True) as ledger:
+    with open_recovered(db_url) as ledger:
         decide = {"approve": ledger.approve, "reject": ledger.reject, "cancel": ledger.cancel}
         proposal = decide[action](proposal_id, approver_id, reason, context=context, via="cli")
     if as_json:
@@ -344,7 +375,7 @@ def edit_proposal(
     from supervisor.ledger.chain import compact_diff
 
     approver_id, context = _approver(approver)
-    with open_ledger(db_url, must_exist=True) as ledger:
+    with open_recovered(db_url) as ledger:
         old = ledger.get(proposal_id)
         arguments = _checked_edit(ledger, old, _edited_arguments(old, args_json, sets))
         new = ledger.edit(proposal_id, arguments, approver_id, reason, context=context, via="cli")
@@ -356,3 +387,44 @@ def edit_proposal(
         before = json.dumps(change.get("old"), ensure_ascii=False) if "old" in change else "-"
         after = json.dumps(change.get("new"), ensure_ascii=False) if "new" in change else "-"
         echo_line(f"  {change['path']}: {before} -> {after}")
+
+
+@proposals.command("reconcile")
+@click.argument("proposal_id")
+@click.option(
+    "--as",
+    "outcome",
+    type=click.Choice(["executed", "failed"]),
+    required=True,
+    help="executed: the call took effect; failed: it did not.",
+)
+@click.option("--reason", required=True, help="What you checked (audited; the agent is told).")
+@click.option("--approver", default=None, help="Approver id (default: OS user@host).")
+@click.option("--json", "as_json", is_flag=True, help="Print the proposal and execution as JSON.")
+@db_option
+def reconcile_proposal(
+    proposal_id: str, outcome: str, reason: str, approver: str | None, as_json: bool,
+    db_url: str | None,
+) -> None:  # fmt: skip
+    """Record what a call that stopped mid-execution really did (needs_reconciliation only).
+
+    Check the world first (the CRM, the bank, the files): nothing is re-run either way. The
+    finding is checked by the approval policy like an approval and audited; the agent's
+    thread continues with it when the proposal is resumed.
+    """
+    from supervisor.cli.errors import ReasonRequired
+
+    if not reason.strip():
+        raise ReasonRequired("--reason", "say what you checked")
+    finding: Literal["executed", "failed"] = "executed" if outcome == "executed" else "failed"
+    approver_id, context = _approver(approver)
+    with open_recovered(db_url) as ledger:
+        execution = ledger.reconcile(
+            proposal_id, finding, approver_id, reason.strip(), context=context, via="cli"
+        )
+        proposal = ledger.get(proposal_id)
+    if as_json:
+        echo_json({**proposal_json(proposal), "execution": execution.model_dump(mode="json")})
+        return
+    echo_line(f"reconciled {proposal.proposal_id} as {finding} by {approver_id}")
+    echo_line(f"  resume it to continue the agent's thread: supervisor resume {proposal_id}")

@@ -78,7 +78,9 @@ def resume(
         assert proposal_id is not None
         request = _request(proposal_id, continue_model, log_path, process_id, decision_timeout,
                            allow)  # fmt: skip
-        recovered = provider.ledger.recover()
+        from supervisor.services.recovery import recover_now
+
+        recovered = recover_now(provider.ledger)
         for execution in recovered:
             click.echo(f"[resume] {execution.proposal_id} needs reconciliation (its executor died)")
         code = resume_supervised(provider, request, click.echo)

@@ -544,3 +544,39 @@ class LeaseHeld(LedgerError):
             holder=holder,
             until=until.isoformat(),
         )
+
+
+class NotAwaitingReconciliation(LedgerError):
+    """Only a call flagged ``needs_reconciliation`` can have a human's finding recorded."""
+
+    code = "not_awaiting_reconciliation"
+
+    def __init__(self, proposal_id: str, *, status: str) -> None:
+        self.proposal_id = proposal_id
+        self.status = status
+        still = (
+            " Its executor is still running it; recovery flags it once that process is gone."
+            if status == "executing"
+            else ""
+        )
+        super().__init__(
+            f"Proposal {proposal_id} is {status}, not needs_reconciliation; there is nothing "
+            f"to reconcile.{still}",
+            hint="`supervisor proposals list --status needs_reconciliation` lists the calls that "
+            "await a human's finding.",
+            proposal_id=proposal_id,
+            status=status,
+        )
+
+
+class InvalidReconcileOutcome(LedgerError, ValueError):
+    """A reconciliation finding is ``executed`` or ``failed``, nothing else."""
+
+    code = "invalid_reconcile_outcome"
+
+    def __init__(self, outcome: object) -> None:
+        super().__init__(
+            f"{outcome!r} is not a reconciliation finding; nothing was recorded.",
+            hint="Record 'executed' (the call took effect) or 'failed' (it did not).",
+            outcome=str(outcome),
+        )

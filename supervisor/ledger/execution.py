@@ -1,10 +1,10 @@
-"""Claiming approved proposals for execution, recording outcomes, expiry and crash recovery."""
+"""Claiming approved proposals for execution, recording outcomes, and expiry.
+
+Crash recovery and reconciliation are in :mod:`supervisor.ledger.reconcile`.
+"""
 
 from __future__ import annotations
 
-import os
-import socket
-from collections.abc import Callable
 from datetime import datetime
 from typing import Literal
 
@@ -17,32 +17,11 @@ from supervisor.ledger.errors import (
     LedgerError,
     NotOwner,
 )
-from supervisor.ledger.models import (
-    ApproverContext,
-    Execution,
-    ExecutorIdentity,
-    Proposal,
-    ProposalStatus,
-    Via,
-)
+from supervisor.ledger.models import Execution, ExecutorIdentity, Proposal, ProposalStatus
 from supervisor.ledger.trail import claim_refusal, replay
 from supervisor.store.repository import LedgerTx
 
 _S = ProposalStatus
-IsAlive = Callable[[int, str], bool]
-
-
-def local_process_alive(pid: int, host: str) -> bool:
-    """Whether ``pid`` runs on this host; processes on other hosts are assumed alive."""
-    if host != socket.gethostname():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _identity(executor: ExecutorIdentity | str | None) -> ExecutorIdentity:
@@ -52,7 +31,7 @@ def _identity(executor: ExecutorIdentity | str | None) -> ExecutorIdentity:
 
 
 class ExecutionMixin(LedgerBase):
-    """Claim / complete / fail / expire / recover."""
+    """Claim / complete / fail / expire."""
 
     def execution(self, proposal_id: str) -> Execution | None:
         """The execution record of a claimed proposal, or ``None`` if it was never claimed."""
@@ -278,90 +257,3 @@ class ExecutionMixin(LedgerBase):
                 for proposal in tx.proposals_due(now, limit)
                 if self._expire_in_tx(tx, proposal, now)
             ]
-
-    def recover(self, is_alive: IsAlive | None = None) -> list[Execution]:
-        """Flag executions left ``executing`` by dead processes as ``needs_reconciliation``.
-
-        They are never re-run: nobody knows whether the side effect happened, so a human
-        decides (see :meth:`reconcile`).
-
-        Args:
-            is_alive: ``(pid, host) -> bool``; the default checks local pids and assumes
-                processes on other hosts are alive.
-
-        Returns:
-            The executions flagged by this call.
-        """
-        check = is_alive or local_process_alive
-        with self.repository.read() as tx:
-            running = tx.executions_in_state("executing")
-        dead = [e for e in running if not check(e.executor.pid, e.executor.host)]
-        flagged: list[Execution] = []
-        if not dead:
-            return flagged
-        with self.repository.write() as tx:
-            now = self._now()
-            for execution in dead:
-                pid = execution.proposal_id
-                who = f"{execution.executor.executor_id} (pid {execution.executor.pid} on "
-                why = who + f"{execution.executor.host}) stopped before recording an outcome"
-                if (
-                    tx.update_proposal(
-                        pid,
-                        expect_status=_S.EXECUTING,
-                        values={"status": _S.NEEDS_RECONCILIATION, "updated_at": now},
-                    )
-                    != 1
-                ):
-                    continue
-                tx.update_execution(
-                    pid, expect_state="executing", state="needs_reconciliation", reason=why
-                )
-                tx.append_audit(
-                    at=now, actor="ledger", action="needs_reconciliation", subject=pid,
-                    payload={"executor": execution.executor.model_dump(), "reason": why},
-                )  # fmt: skip
-                found = tx.execution(pid)
-                if found is not None:
-                    flagged.append(found)
-        return flagged
-
-    def reconcile(
-        self,
-        proposal_id: str,
-        outcome: Literal["executed", "failed"],
-        approver_id: str,
-        reason: str | None = None,
-        *,
-        context: ApproverContext | None = None,
-        via: Via | None = None,
-    ) -> Execution:
-        """A human records what really happened to a ``needs_reconciliation`` execution.
-
-        Raises:
-            ProposalNotFound: No such proposal.
-            ApprovalAlreadyDecided: It does not need reconciliation.
-        """
-        ctx = self._context(context, via)
-        to_status = _S.EXECUTED if outcome == "executed" else _S.FAILED
-        with self.repository.write() as tx:
-            now = self._now()
-            current = self._load(tx, proposal_id)
-            changed = tx.update_proposal(
-                proposal_id,
-                expect_status=_S.NEEDS_RECONCILIATION,
-                values={"status": to_status, "updated_at": now},
-            )
-            if changed != 1:
-                raise self._state_error(tx, current, "reconciled")
-            tx.update_execution(
-                proposal_id, expect_state="needs_reconciliation", state=to_status.value,
-                finished_at=now, reason=reason,
-            )  # fmt: skip
-            tx.append_audit(
-                at=now, actor=approver_id, action="reconcile", subject=proposal_id,
-                payload={"outcome": outcome, "reason": reason, "context": ctx.model_dump()},
-            )  # fmt: skip
-            found = tx.execution(proposal_id)
-        assert found is not None
-        return found

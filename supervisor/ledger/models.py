@@ -189,6 +189,31 @@ class Execution(_Frozen):
     reason: str | None = None
 
 
+#: What a human found a call that stopped mid-execution did: it took effect, or it did not.
+ReconciledOutcome = Literal["executed", "failed"]
+
+
+class Reconciliation(_Frozen):
+    """A call whose executor stopped mid-call, as its audit records tell it.
+
+    Attributes:
+        flagged_at: When recovery found the executor gone (``needs_reconciliation``).
+        flagged_reason: Why (which executor, pid and host stopped).
+        outcome: The human's finding, once recorded (``None`` while it awaits one).
+        reason: What the human checked, in their words.
+        reconciled_by: The approver id that recorded the finding.
+        reconciled_at: When.
+    """
+
+    proposal_id: str
+    flagged_at: datetime | None = None
+    flagged_reason: str | None = None
+    outcome: ReconciledOutcome | None = None
+    reason: str | None = None
+    reconciled_by: str | None = None
+    reconciled_at: datetime | None = None
+
+
 class ProposalPage(_Frozen):
     """One page of a keyset-paginated proposal list."""
 

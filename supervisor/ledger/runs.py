@@ -213,12 +213,14 @@ class RunsServiceMixin(LedgerBase):
         kind: str | None = None,
         after_id: int = 0,
         limit: int = 500,
+        newest_first: bool = False,
     ) -> list[TraceEvent]:
-        """Trace events after ``after_id`` (ascending id) matching every given filter."""
+        """Trace events after ``after_id`` matching every given filter, ascending by id (the
+        newest ``limit`` of them, newest first, with ``newest_first``)."""
         with self.repository.read() as tx:
             return tx.trace_events(
                 agent_id=agent_id, thread_id=thread_id, run_id=run_id, kind=kind,
-                after_id=after_id, limit=limit,
+                after_id=after_id, limit=limit, newest_first=newest_first,
             )  # fmt: skip
 
     def put_blob(self, content: bytes, media_type: str = "application/octet-stream") -> Blob:

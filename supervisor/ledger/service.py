@@ -32,6 +32,7 @@ from supervisor.ledger.models import (
     Via,
 )
 from supervisor.ledger.policy_versions import PolicyMixin
+from supervisor.ledger.reconcile import ReconcileMixin
 from supervisor.ledger.registry import RegistryServiceMixin
 from supervisor.ledger.runs import RunsServiceMixin
 
@@ -61,6 +62,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 class ApprovalLedger(
     AmendMixin,
     ExecutionMixin,
+    ReconcileMixin,
     FeedMixin,
     RunsServiceMixin,
     RegistryServiceMixin,

@@ -274,7 +274,8 @@ class Trail:
         if self.status is not _S.NEEDS_RECONCILIATION or outcome not in ("executed", "failed"):
             self._refuse(record, f"reconciled while {self.status}")
             return
-        self.status = _S(outcome)
+        if self._checked_as_proposed(record):  # checked by the policy like an approval
+            self.status = _S(outcome)
 
 
 def replay(proposal_id: str, records: Iterable[AuditRecord]) -> Trail:

@@ -201,6 +201,15 @@ def check_resumable(ledger: ApprovalLedger, proposal_id: str, holder: str) -> Pr
             hint=f"Decide it first: supervisor proposals approve {proposal.proposal_id}.",
             status=proposal.status.value,
         )
+    if proposal.status is _S.NEEDS_RECONCILIATION:
+        raise ResumeRefused(
+            f"Proposal {proposal.proposal_id}'s call stopped mid-run; nobody knows whether it "
+            "took effect, so it is never run again.",
+            hint=f"Check, then record it: supervisor proposals reconcile {proposal.proposal_id} "
+            '--as executed|failed --reason "what you checked"; then resume to continue the '
+            "thread.",
+            status=proposal.status.value,
+        )
     if proposal.status not in RESUMABLE:
         raise ResumeRefused(
             f"Proposal {proposal.proposal_id} is {proposal.status.value}; a resume cannot act "

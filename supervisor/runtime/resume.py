@@ -17,7 +17,13 @@ from supervisor.ledger.errors import (
     AuditMismatch,
     LedgerError,
 )
-from supervisor.ledger.models import ExecutorIdentity, Proposal, ProposalStatus
+from supervisor.ledger.models import (
+    ExecutorIdentity,
+    Proposal,
+    ProposalStatus,
+    ReconciledOutcome,
+    Reconciliation,
+)
 from supervisor.outcomes import OutcomeRecord
 from supervisor.outcomes.blobref import BlobRef
 from supervisor.runtime.calls import deliver
@@ -48,6 +54,14 @@ DECISIONS: dict[ProposalStatus, tuple[str, str]] = {
         "The process running this call stopped; whether it took effect is being checked by a "
         "human. Do not retry it.",
     ),
+}
+
+#: What the model is told once a human reconciled a call whose process stopped mid-call.
+RECONCILED: dict[ReconciledOutcome, str] = {
+    "executed": "The process running this call stopped before recording its result. A human "
+    "checked and found that it took effect; its result was not recorded. Do not run it again.",
+    "failed": "The process running this call stopped before recording its result. A human "
+    "checked and found that it did not take effect.",
 }
 
 
@@ -144,6 +158,57 @@ def _decision_result(proposal: Proposal) -> ApprovalResumeResult:
         outcome=OutcomeRecord.of(proposal.tool_name, proposal.call_id or "", evidence),
         error_code=code,
     )
+
+
+def _reconciled_body(found: Reconciliation, outcome: ReconciledOutcome) -> dict[str, Any]:
+    """The tool message of a reconciled call: the human's finding, their reason, what it means."""
+    return {"reconciled": outcome, "reason": found.reason, "message": RECONCILED[outcome]}
+
+
+def _reconciled_result(
+    proposal: Proposal, found: Reconciliation, outcome: ReconciledOutcome, tracer: RunTracer
+) -> ApprovalResumeResult:
+    """A call a human reconciled: nothing runs, the model will be told the finding."""
+    evidence = {"status": "success" if outcome == "executed" else "error",
+                "reason_code": f"reconciled_{outcome}"}  # fmt: skip
+    tracer.event("approval", tool=proposal.tool_name, outcome_status="reconciled",
+                 reason_code=evidence["reason_code"], proposal_id=proposal.proposal_id)  # fmt: skip
+    tracer.flush()
+    return ApprovalResumeResult(
+        proposal=proposal,
+        tool_result=_reconciled_body(found, outcome),
+        consumed=True,
+        outcome=OutcomeRecord.of(proposal.tool_name, proposal.call_id or "", evidence),
+        ok=outcome == "executed",
+        error_code=None if outcome == "executed" else "reconciled_failed",
+    )
+
+
+def _finished_result(
+    context: RuntimeContext, proposal: Proposal, tracer: RunTracer
+) -> ApprovalResumeResult:
+    """An executed or failed call: reconciled by a human, or run by an earlier resume."""
+    found = context.ledger.reconciliation(proposal.proposal_id)
+    if found is not None and found.outcome is not None:
+        return _reconciled_result(proposal, found, found.outcome, tracer)
+    stored = _stored_result(context, proposal)
+    execution = context.ledger.execution(proposal.proposal_id)
+    evidence = {"status": execution.outcome_status if execution else None}
+    return ApprovalResumeResult(
+        proposal=proposal, consumed=True, error_code="already_consumed",
+        tool_result=None if stored is None else _parse(stored),
+        outcome=OutcomeRecord.of(proposal.tool_name, proposal.call_id or "", evidence),
+    )  # fmt: skip
+
+
+def _recovered(context: RuntimeContext, proposal: Proposal) -> Proposal:
+    """``proposal`` after recovery, when it is still marked executing: its executor may have
+    died mid-call (then it is ``needs_reconciliation``, never run again)."""
+    try:
+        context.ledger.recover()
+        return context.ledger.get(proposal.proposal_id)
+    except LedgerError:
+        return proposal
 
 
 def _stored_result(context: RuntimeContext, proposal: Proposal) -> Any:
@@ -250,6 +315,8 @@ def _execute(
 def resume(context: RuntimeContext, proposal_id: str, continue_model: bool) -> ApprovalResumeResult:
     """See :meth:`MemAgent.resume_approval`."""
     proposal = proposal_to_run(context, proposal_id)
+    if proposal.status is _S.EXECUTING:
+        proposal = _recovered(context, proposal)
     checkpoint, call = _checkpoint_call(context, proposal)
     state = load_state(checkpoint.state)
     with pointer_scope(context.agent_id, checkpoint.thread_id, state.user_id):
@@ -266,21 +333,30 @@ def _resume_checkpoint(
 ) -> ApprovalResumeResult:
     ledger = context.ledger
     tracer = RunTracer(ledger, context.agent_id, checkpoint.thread_id, state.run_id)
+    # Whether the paused turn may go on after this call: not while it awaits a human (pending,
+    # or stopped mid-call and not yet reconciled) or still runs elsewhere (executing).
+    continuable = True
     if proposal.status is _S.APPROVED:
         result = _execute(context, proposal, call, tracer)
+        continuable = result.error_code not in ("approval_pending", "already_consumed")
     elif proposal.status is _S.PENDING:
         result = ApprovalResumeResult(proposal=proposal, error_code="approval_pending")
+        continuable = False
     elif proposal.status in DECISIONS:
         result = _decision_result(proposal)
         tracer.event("approval", tool=proposal.tool_name, outcome_status=result.error_code)
         tracer.flush()
-    else:
-        stored = _stored_result(context, proposal)
+        continuable = proposal.status is not _S.NEEDS_RECONCILIATION
+    elif proposal.status in (_S.EXECUTED, _S.FAILED):
+        # Reconciled, or run by a resume that stopped before the model went on: the turn
+        # continues (once: the turn lease and the newer checkpoint guard it); nothing re-runs.
+        result = _finished_result(context, proposal, tracer)
+    else:  # executing: its executor is alive and running it
         result = ApprovalResumeResult(
-            proposal=proposal, consumed=True, error_code="already_consumed",
-            tool_result=None if stored is None else _parse(stored),
-        )  # fmt: skip
-    if continue_model and result.error_code not in ("approval_pending", "already_consumed"):
+            proposal=proposal, consumed=True, error_code="already_consumed"
+        )
+        continuable = False
+    if continue_model and continuable:
         with turn_lease(
             ledger, checkpoint.checkpoint_id, moved_on=lambda: _moved_on(context, checkpoint)
         ) as turn:
@@ -315,10 +391,16 @@ def _resolution(context: RuntimeContext, proposals: list[Proposal], call_id: str
     if not live:
         return refusal("proposal_missing", "This call's approval request was never recorded.")
     proposal = live[-1]
-    if proposal.status in (_S.PENDING, _S.APPROVED, _S.EXECUTING):
-        return None
+    if proposal.status in (_S.PENDING, _S.APPROVED, _S.EXECUTING, _S.NEEDS_RECONCILIATION):
+        return None  # undecided, running, or awaiting a human's reconciliation
     if proposal.status in (_S.EXECUTED, _S.FAILED):
-        return _stored_result(context, proposal) or refusal("result_missing", "No stored result.")
+        stored = _stored_result(context, proposal)
+        if stored is not None:
+            return str(stored)
+        found = context.ledger.reconciliation(proposal.proposal_id)
+        if found is not None and found.outcome is not None:
+            return json_text(_reconciled_body(found, found.outcome))
+        return refusal("result_missing", "No stored result.")
     return json_text(_decision_body(proposal))
 
 

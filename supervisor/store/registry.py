@@ -152,3 +152,10 @@ class RegistryMixin:
             query = query.where(ProcessRow.status == status)
         query = query.order_by(col(ProcessRow.started_at).desc(), col(ProcessRow.id))
         return [process_from_row(row) for row in self.session.exec(query).all()]
+
+    def processes_with_pids(self, pids: Sequence[int]) -> list[ProcessRecord]:
+        """Process rows (any host, any status) whose pid is one of ``pids``."""
+        if not pids:
+            return []
+        query = select(ProcessRow).where(col(ProcessRow.pid).in_(list(pids)))
+        return [process_from_row(row) for row in self.session.exec(query).all()]

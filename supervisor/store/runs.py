@@ -74,8 +74,10 @@ class RunsMixin(LimitsMixin):
         kind: str | None = None,
         after_id: int = 0,
         limit: int = 500,
+        newest_first: bool = False,
     ) -> list[TraceEvent]:
-        """Trace events after ``after_id`` matching every given filter, ascending by id."""
+        """Trace events after ``after_id`` matching every given filter, ascending by id (or
+        descending with ``newest_first``)."""
         query = select(TraceEventRow).where(col(TraceEventRow.id) > after_id)
         if agent_id is not None:
             query = query.where(TraceEventRow.agent_id == agent_id)
@@ -85,7 +87,8 @@ class RunsMixin(LimitsMixin):
             query = query.where(TraceEventRow.run_id == run_id)
         if kind is not None:
             query = query.where(TraceEventRow.kind == kind)
-        query = query.order_by(col(TraceEventRow.id)).limit(limit)
+        order = col(TraceEventRow.id).desc() if newest_first else col(TraceEventRow.id)
+        query = query.order_by(order).limit(limit)
         return [trace_from_row(row) for row in self.session.exec(query).all()]
 
     # blobs -------------------------------------------------------------------------------
