@@ -16,6 +16,7 @@ either way (a call claimed once is never run again).
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -31,7 +32,8 @@ from supervisor.errors import (
 )
 from supervisor.ledger.chain import live_end
 from supervisor.ledger.errors import LeaseHeld, LedgerError
-from supervisor.ledger.models import Proposal, ProposalStatus
+from supervisor.ledger.liveness import pid_running
+from supervisor.ledger.models import Proposal, ProposalStatus, ProposalWaiter
 from supervisor.runtime.agent import MemAgent
 from supervisor.runtime.allowlist import allowlist_path, is_allowed
 from supervisor.runtime.config import AgentConfig
@@ -233,8 +235,19 @@ def check_resumable(ledger: ApprovalLedger, proposal_id: str, holder: str) -> Pr
             hint=f"See its outcome: supervisor proposals show {proposal.proposal_id}.",
             status=proposal.status.value,
         )
+    lease = ledger.get_lease(resume_resource(proposal.proposal_id))
+    if (
+        lease is not None
+        and lease.expires_at >= ledger.clock.now()
+        and not (lease.holder.startswith(f"{holder} "))
+    ):
+        raise ResumeRefused(
+            f"Proposal {proposal.proposal_id} is being resumed by {lease.holder}.",
+            hint="Follow that process in the TUI's processes pane; nothing was run here.",
+            holder=lease.holder,
+        )
     waiter = ledger.waiters([proposal.proposal_id]).get(proposal.proposal_id)
-    if waiter is not None and waiter.alive and waiter.process_id != holder:
+    if waiter is not None and _waiting(waiter) and waiter.process_id != holder:
         where = ""
         if waiter.process is not None:
             where = f" (pid {waiter.process.pid} on {waiter.process.host})"
@@ -245,6 +258,15 @@ def check_resumable(ledger: ApprovalLedger, proposal_id: str, holder: str) -> Pr
             process_id=waiter.process_id,
         )
     return proposal
+
+
+def _waiting(waiter: ProposalWaiter) -> bool:
+    """Whether the waiter may still run the proposal: its lease holds and, on this host, its
+    pid still exists (a SIGKILLed waiter is gone at once, not only at its lease deadline)."""
+    process = waiter.process
+    if not waiter.alive or process is None or process.pid is None:
+        return waiter.alive
+    return process.host != socket.gethostname() or pid_running(process.pid)
 
 
 def _turn_went_on(ledger: ApprovalLedger, proposal: Proposal) -> bool:
