@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from supervisor.errors import (
@@ -33,7 +34,7 @@ from supervisor.errors import (
 from supervisor.ledger.chain import live_end
 from supervisor.ledger.errors import LeaseHeld, LedgerError
 from supervisor.ledger.liveness import pid_running
-from supervisor.ledger.models import Proposal, ProposalStatus, ProposalWaiter
+from supervisor.ledger.models import ProcessRecord, Proposal, ProposalStatus, ProposalWaiter
 from supervisor.runtime.agent import MemAgent
 from supervisor.runtime.allowlist import allowlist_path, is_allowed
 from supervisor.runtime.config import AgentConfig
@@ -235,17 +236,7 @@ def check_resumable(ledger: ApprovalLedger, proposal_id: str, holder: str) -> Pr
             hint=f"See its outcome: supervisor proposals show {proposal.proposal_id}.",
             status=proposal.status.value,
         )
-    lease = ledger.get_lease(resume_resource(proposal.proposal_id))
-    if (
-        lease is not None
-        and lease.expires_at >= ledger.clock.now()
-        and not (lease.holder.startswith(f"{holder} "))
-    ):
-        raise ResumeRefused(
-            f"Proposal {proposal.proposal_id} is being resumed by {lease.holder}.",
-            hint="Follow that process in the TUI's processes pane; nothing was run here.",
-            holder=lease.holder,
-        )
+    _check_resume_lease(ledger, proposal.proposal_id, holder)
     waiter = ledger.waiters([proposal.proposal_id]).get(proposal.proposal_id)
     if waiter is not None and _waiting(waiter) and waiter.process_id != holder:
         where = ""
@@ -258,6 +249,39 @@ def check_resumable(ledger: ApprovalLedger, proposal_id: str, holder: str) -> Pr
             process_id=waiter.process_id,
         )
     return proposal
+
+
+def _process_alive(process: ProcessRecord, now: datetime) -> bool:
+    """Live status and lease, and on this host a pid that still exists."""
+    if not process.alive_at(now):
+        return False
+    return process.pid is None or process.host != socket.gethostname() or pid_running(process.pid)
+
+
+def _holder_text(ledger: ApprovalLedger, holder: str) -> str:
+    process = next((p for p in ledger.list_processes() if p.process_id == holder), None)
+    if process is None:
+        return holder
+    return f"{holder} (pid {process.pid} on {process.host})"
+
+
+def _check_resume_lease(ledger: ApprovalLedger, proposal_id: str, holder: str) -> None:
+    """Refuse while another live resumer holds ``resume:<proposal_id>``; free it if its holder
+    died (a SIGKILLed resume on this host, a process past its lease elsewhere)."""
+    resource = resume_resource(proposal_id)
+    lease = ledger.get_lease(resource)
+    now = ledger.clock.now()
+    if lease is None or lease.holder == holder or lease.expires_at < now:
+        return
+    process = next((p for p in ledger.list_processes() if p.process_id == lease.holder), None)
+    if process is not None and not _process_alive(process, now):
+        ledger.release_lease(resource, lease.holder)  # its holder is gone; ours to take
+        return
+    raise ResumeRefused(
+        f"Proposal {proposal_id} is being resumed by {_holder_text(ledger, lease.holder)}.",
+        hint="Follow that process in the TUI's processes pane; nothing was run here.",
+        holder=lease.holder,
+    )
 
 
 def _waiting(waiter: ProposalWaiter) -> bool:
@@ -285,7 +309,7 @@ def resume_lease(ledger: ApprovalLedger, proposal_id: str, holder: str) -> Itera
         lease = ledger.acquire_lease(resource, holder)
     except LeaseHeld as held:
         raise ResumeRefused(
-            f"Proposal {proposal_id} is being resumed by {held.holder}.",
+            f"Proposal {proposal_id} is being resumed by {_holder_text(ledger, held.holder)}.",
             hint="Follow that process in the TUI's processes pane; nothing was run here.",
             holder=held.holder,
         ) from None
@@ -328,7 +352,7 @@ def resume_supervised(provider: SQLModelProvider, request: ResumeRequest, echo: 
     """
     ledger = provider.ledger
     process_id = request.process_id or f"resume-{uuid.uuid4().hex[:12]}"
-    holder = f"{process_id} (pid {os.getpid()})"
+    holder = process_id
     proposal = check_resumable(ledger, request.proposal_id, process_id)
     with resume_lease(ledger, proposal.proposal_id, holder):
         proposal = check_resumable(ledger, proposal.proposal_id, process_id)  # under the lease

@@ -278,3 +278,34 @@ def test_a_warm_standby_takes_the_orphan_and_an_unused_one_exits_on_close(
         control.close()
         assert unused.child.wait(timeout=30) == 0
         assert all(p.process_id != unused.process_id for p in ledger.list_processes())
+
+
+def test_a_resume_lease_whose_holder_died_is_freed_and_a_live_ones_holder_is_named(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    import socket
+
+    with ScriptedModel(crm_turn) as model, opened(sqlite_url) as ledger:
+        env = environment(tmp_path, sqlite_url, model)
+        proposal_id = orphan_of_a_killed_run(env, ledger)
+        assert run_cli("proposals", "approve", proposal_id, env=env).returncode == 0
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        now = datetime.now(UTC)
+        for process_id, pid in (("resume-live", os.getpid()), ("resume-dead", dead.pid)):
+            ledger.upsert_process(
+                ProcessRecord(process_id=process_id, kind="agent_run", pid=pid,
+                              host=socket.gethostname(), command="supervisor resume x",
+                              status="running", started_at=now, heartbeat_at=now)
+            )  # fmt: skip
+        ledger.acquire_lease(f"resume:{proposal_id}", "resume-live")
+        refused = run_cli("resume", proposal_id, env=env)
+        assert refused.returncode == 2
+        told = " ".join(refused.stderr.split())
+        assert f"being resumed by resume-live (pid {os.getpid()} on {socket.gethostname()})" in told
+        assert effects(tmp_path) == []
+        ledger.release_lease(f"resume:{proposal_id}", "resume-live")
+        ledger.acquire_lease(f"resume:{proposal_id}", "resume-dead")  # SIGKILLed mid-resume
+        resumed = run_cli("resume", proposal_id, env=env)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert len(effects(tmp_path)) == 1
