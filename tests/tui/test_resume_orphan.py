@@ -1,6 +1,7 @@
 """Pilot tests: approving an orphan says its agent is gone and offers approve and resume.
 
-The orphan is real: a ``supervisor run`` agent that waited on its proposal and was SIGKILLed.
+The orphan is real: a ``supervisor run`` agent that waited on its proposal and was SIGKILLed;
+each test runs on a SQLite file and on a real PostgreSQL server.
 Approve and resume spawns ``supervisor resume`` through the real process control, and the side
 effect is counted in an outside file.
 """
@@ -33,6 +34,16 @@ from supervisor.testing import ScriptedModel
 SIZE = (150, 45)
 TESTS = Path(__file__).resolve().parent.parent
 REPO = TESTS.parent
+
+
+@pytest.fixture(
+    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
+)
+def provider(request: pytest.FixtureRequest) -> Iterator[SQLModelProvider]:
+    """The TUI's ledger on each engine: a SQLite file, and a database on a real PostgreSQL."""
+    url = request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "postgres_url")
+    with SQLModelProvider(url) as opened:
+        yield opened
 
 
 @pytest.fixture
