@@ -279,10 +279,16 @@ def _decide(action: str, proposal_id: str, reason: str | None, approver: str | N
     with open_recovered(db_url) as ledger:
         decide = {"approve": ledger.approve, "reject": ledger.reject, "cancel": ledger.cancel}
         proposal = decide[action](proposal_id, approver_id, reason, context=context, via="cli")
+        waiter = ledger.waiters([proposal.proposal_id]).get(proposal.proposal_id)
     if as_json:
-        echo_json(proposal_json(proposal))
-    else:
-        echo_line(f"{proposal.status.value} {proposal.proposal_id} by {approver_id}")
+        echo_json(proposal_json(proposal, waiter))
+        return
+    echo_line(f"{proposal.status.value} {proposal.proposal_id} by {approver_id}")
+    if is_orphaned(proposal, waiter):  # approving alone runs nothing: say what will
+        echo_line(
+            f"  its agent is gone ({waiter.process_id if waiter else '?'}); run it with: "
+            f"supervisor resume {proposal.proposal_id}"
+        )
 
 
 def _decision_command(action: str, reason_required: bool) -> click.Command:

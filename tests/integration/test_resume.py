@@ -110,7 +110,9 @@ def test_a_killed_runs_orphan_is_approved_and_resumed_from_the_cli_alone(
         until(lambda: shown(env, proposal_id)["orphaned"], "the proposal to show orphaned")
         approved = run_cli("proposals", "approve", proposal_id, env=env)
         assert approved.returncode == 0, approved.stderr
-        assert effects(tmp_path) == []  # approving an orphan runs nothing by itself
+        assert effects(tmp_path) == []  # approving an orphan runs nothing by itself, and says so
+        assert "its agent is gone (run-" in approved.stdout
+        assert f"run it with: supervisor resume {proposal_id}" in approved.stdout
         resumed = run_cli("resume", proposal_id, env=env)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert f"resumes {proposal_id} (create_customer, approved)" in resumed.stdout
