@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -151,6 +152,7 @@ class ProcessControl:
         self.env = dict(env or {})
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         self._standby: _Standby | None = None
+        self._standby_lock = threading.Lock()  # workers prepare and take it from two threads
 
     def start_run(self, reference: str, text: str, thread_id: str | None = None) -> StartedRun:
         """Spawn ``supervisor run REFERENCE --input TEXT`` with its output in a log file."""
@@ -181,18 +183,24 @@ class ProcessControl:
         standby has paid it, so :meth:`start_resume` hands it the proposal and it claims the
         call at once. Called when an orphan appears; :meth:`close` ends an unused standby.
         """
-        if self._standby is not None and self._standby.child.poll() is None:
-            return
-        process_id = f"resume-{uuid.uuid4().hex[:12]}"
-        self.logs.mkdir(parents=True, exist_ok=True)
-        log_path = self.logs / f"{process_id}.log"
-        argv = self._resume_argv(process_id, log_path, "--standby")
-        with log_path.open("ab") as log:
-            child = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, env={**os.environ, **self.env},
-            )  # fmt: skip
-        self._standby = _Standby(process_id, child, log_path, tuple(argv))
+        with self._standby_lock:
+            if self._standby is not None and self._standby.child.poll() is None:
+                return
+            process_id = f"resume-{uuid.uuid4().hex[:12]}"
+            self.logs.mkdir(parents=True, exist_ok=True)
+            log_path = self.logs / f"{process_id}.log"
+            argv = self._resume_argv(process_id, log_path, "--standby")
+            with log_path.open("ab") as log:
+                child = subprocess.Popen(
+                    argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                    start_new_session=True, env={**os.environ, **self.env},
+                )  # fmt: skip
+            self._standby = _Standby(process_id, child, log_path, tuple(argv))
+
+    def _take_standby(self) -> _Standby | None:
+        with self._standby_lock:
+            standby, self._standby = self._standby, None
+        return standby
 
     def check_resume(self, proposal_id: str) -> None:
         """Refuse, before any decision, a resume that could not re-create the agent.
@@ -214,7 +222,7 @@ class ProcessControl:
         A warm standby (:meth:`prepare_resume`) takes it when one is alive; otherwise a new
         process is spawned.
         """
-        standby, self._standby = self._standby, None
+        standby = self._take_standby()
         if standby is not None and standby.child.poll() is None and standby.child.stdin:
             try:
                 standby.child.stdin.write(f"{proposal_id}\n".encode())
@@ -236,7 +244,7 @@ class ProcessControl:
 
     def close(self) -> None:
         """End an unused standby (closing its stdin tells it there is no work)."""
-        standby, self._standby = self._standby, None
+        standby = self._take_standby()
         if standby is None:
             return
         if standby.child.stdin is not None:
