@@ -148,3 +148,40 @@ def apply(file: Path, reason: str | None, db_url: str | None) -> None:
         _echo(f"Unchanged: the ledger already enforces this policy (v{change.version.version}).")
     else:
         _echo(f"Applied approval policy {_summary(change.version)}")
+
+
+@policy.command("test")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def test(file: Path, as_json: bool) -> None:
+    """Check the examples of the rules in FILE; exit 1 when one is decided otherwise.
+
+    Each [[rules.examples]] entry (tool, arguments, expect = allow|ask|deny) is decided by the
+    whole rule set, as a call would be, so an example also catches a later rule that overrides
+    its own. Usable in a team's CI; nothing is read from or written to a ledger.
+    """
+    from supervisor.rules.examples import check_examples
+    from supervisor.rules.loader import load_rules
+
+    results = check_examples(load_rules(file))
+    misses = [result for result in results if not result.ok]
+    if as_json:
+        _json({
+            "examples": len(results), "misses": len(misses),
+            "results": [
+                {"where": r.example.where, "tool": r.example.call.tool, "expect": r.example.expect,
+                 "verdict": r.decision.verdict, "rule": r.decision.rule, "ok": r.ok}
+                for r in results
+            ],
+        })  # fmt: skip
+    else:
+        for result in misses:
+            decided = result.decision.rule or "the tool's default"
+            _echo(
+                f"MISS {result.example.where}: {result.example.call.tool} expected "
+                f"{result.example.expect}, got {result.decision.verdict} (by {decided}: "
+                f"{result.decision.reason})"
+            )
+        _echo(f"{len(results) - len(misses)} of {len(results)} examples hold")
+    if misses:
+        raise SystemExit(1)

@@ -1,0 +1,95 @@
+"""What a rule is: a match, a verdict, a reason, and the examples that pin it down."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Verdict = Literal["allow", "ask", "deny"]
+VERDICTS: tuple[Verdict, ...] = ("allow", "ask", "deny")
+#: Precedence: the strongest matching verdict wins (deny beats ask beats allow).
+STRENGTH: dict[Verdict, int] = {"allow": 0, "ask": 1, "deny": 2}
+
+
+@dataclass(frozen=True)
+class CallFacts:
+    """One call as rules see it (all of it validated before any rule runs).
+
+    Attributes:
+        tool: The tool's name (``browser.click``, ``mcp:server.tool`` ...).
+        arguments: The validated, canonical arguments.
+        domains: The tool's policy domains.
+        agent: The proposing agent's id (the proposal's owner).
+        user: On whose behalf the agent acts, if known.
+        target: The execution target (MCP server, browser origin, sandbox backend ...).
+        read_only: The tool is deterministic, without side effects and not marked as needing
+            approval: with no rule matching it is allowed; otherwise it is asked.
+    """
+
+    tool: str
+    arguments: dict[str, Any]
+    domains: tuple[str, ...] = ()
+    agent: str = ""
+    user: str | None = None
+    target: dict[str, Any] = field(default_factory=dict)
+    read_only: bool = False
+
+    def activation(self) -> dict[str, Any]:
+        """The variables a CEL condition sees."""
+        return {
+            "args": self.arguments, "tool": self.tool, "domains": list(self.domains),
+            "agent": self.agent, "user": self.user or "", "target": self.target,
+        }  # fmt: skip
+
+
+def _globs_match(patterns: tuple[str, ...], value: str) -> bool:
+    return not patterns or any(fnmatch.fnmatchcase(value, pattern) for pattern in patterns)
+
+
+@dataclass(frozen=True)
+class Match:
+    """Which calls a rule is about; every field given must hold (an empty field matches all).
+
+    ``tools``, ``agents`` and ``users`` are globs (``fnmatch``, case-sensitive); ``domains``
+    matches when the tool has any of them; ``target`` when every key given equals the call's.
+    """
+
+    tools: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()
+    target: dict[str, Any] = field(default_factory=dict)
+
+    def holds(self, call: CallFacts) -> bool:
+        if not _globs_match(self.tools, call.tool) or not _globs_match(self.agents, call.agent):
+            return False
+        if self.users and (call.user is None or not _globs_match(self.users, call.user)):
+            return False
+        if self.domains and not set(self.domains) & set(call.domains):
+            return False
+        return all(call.target.get(key) == value for key, value in self.target.items())
+
+
+@dataclass(frozen=True)
+class Example:
+    """A call and the verdict the whole rule set must give it (``supervisor policy test``)."""
+
+    call: CallFacts
+    expect: Verdict
+    where: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``verdict`` for the calls ``match`` selects and ``when`` (a CEL condition) accepts.
+
+    ``reason`` is shown to the operator, and to the model for a ``deny``.
+    """
+
+    name: str
+    verdict: Verdict
+    reason: str
+    match: Match = Match()
+    when: str | None = None
+    examples: tuple[Example, ...] = ()
