@@ -27,10 +27,12 @@ class RuleConditionInvalid(SupervisorError, ValueError):
 
 @dataclass(frozen=True)
 class Condition:
-    """A compiled CEL condition."""
+    """A compiled CEL condition and the call variables it reads (only those are passed in:
+    handing CEL the whole call costs more than evaluating most conditions)."""
 
     source: str
     program: Any
+    variables: tuple[str, ...] = ()
 
     @classmethod
     def compile(cls, source: str, where: str) -> Condition:
@@ -49,12 +51,14 @@ class Condition:
                 "target, e.g. when = 'args.amount < 100 && args.path.startsWith(\"/tmp/\")'.",
                 where=where,
             ) from None
-        return cls(source, program)
+        return cls(source, program, tuple(program.references().get("variables", ())))
 
     def holds(self, activation: dict[str, Any]) -> bool | None:
         """True or False; ``None`` when it cannot be evaluated for this call."""
         try:
-            value = self.program.execute(activation)
+            value = self.program.execute(
+                {name: activation[name] for name in self.variables if name in activation}
+            )
         except (KeyError, ValueError, TypeError, RuntimeError, AttributeError):
             return None
         return value if isinstance(value, bool) else None

@@ -1,18 +1,28 @@
 """Deciding one call: the strongest verdict of the rules that match, else the tool's default.
 
-Rules naming exact tools are indexed by tool name, so a call only looks at the rules about its
-own tool plus the glob rules; a rule set of a thousand rules costs a call a handful of checks.
+Rules naming exact tools are indexed by tool name and glob rules by the literal text before
+their first wildcard, so a call only looks at the rules that can be about its tool (plus the
+few that name no tool); a rule set of a thousand rules costs a call a handful of checks.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from supervisor.rules.condition import Condition
 from supervisor.rules.model import STRENGTH, CallFacts, Rule, Verdict
 
 _GLOB = frozenset("*?[")
+
+
+def _literal_prefix(pattern: str) -> str:
+    """The text of a glob before its first wildcard (all of it for an exact name)."""
+    for index, char in enumerate(pattern):
+        if char in _GLOB:
+            return pattern[:index]
+    return pattern
 
 
 @dataclass(frozen=True)
@@ -41,12 +51,15 @@ class _Compiled:
     rule: Rule
     condition: Condition | None
 
-    def matches(self, call: CallFacts) -> bool:
+    def matches(self, call: CallFacts, activation: list[dict[str, Any]]) -> bool:
+        """``activation`` holds the call's CEL variables once built (shared by the rules)."""
         if not self.rule.match.holds(call):
             return False
         if self.condition is None:
             return True
-        holds = self.condition.holds(call.activation())
+        if not activation:
+            activation.append(call.activation())
+        holds = self.condition.holds(activation[0])
         if holds is None:  # cannot be evaluated: fail safe (see condition.py)
             return self.rule.verdict != "allow"
         return holds
@@ -58,15 +71,24 @@ class RuleSet:
     def __init__(self, rules: list[Rule], conditions: dict[str, Condition]) -> None:
         self.rules = tuple(rules)
         self._by_tool: dict[str, list[_Compiled]] = defaultdict(list)
+        # Glob rules by the literal text before their first wildcard ("crm." for "crm.*"),
+        # per prefix length, so a call only meets the globs that can match its tool.
+        self._by_prefix: dict[int, dict[str, list[_Compiled]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
         self._everywhere: list[_Compiled] = []
         for order, rule in enumerate(rules):
             compiled = _Compiled(order, rule, conditions.get(rule.name))
             tools = rule.match.tools
-            if tools and not any(_GLOB & set(pattern) for pattern in tools):
-                for tool in tools:
-                    self._by_tool[tool].append(compiled)
-            else:
+            prefixes = [_literal_prefix(pattern) for pattern in tools]
+            if not tools or not all(prefixes):
                 self._everywhere.append(compiled)
+                continue
+            for pattern, prefix in zip(tools, prefixes, strict=True):
+                if prefix == pattern:
+                    self._by_tool[pattern].append(compiled)
+                else:
+                    self._by_prefix[len(prefix)][prefix].append(compiled)
 
     def __len__(self) -> int:
         return len(self.rules)
@@ -75,14 +97,20 @@ class RuleSet:
         """The decision for ``call``: deny beats ask beats allow, the first rule in file order
         breaks a tie, and with no rule matching the tool's default
         (:func:`default_decision`)."""
-        candidates = [*self._by_tool.get(call.tool, ()), *self._everywhere]
-        if self._by_tool.get(call.tool) and self._everywhere:
-            candidates.sort(key=lambda compiled: compiled.order)
+        tool = call.tool
+        found = {compiled.order: compiled for compiled in self._by_tool.get(tool, ())}
+        for length, buckets in self._by_prefix.items():
+            for compiled in buckets.get(tool[:length], ()):
+                found[compiled.order] = compiled
+        for compiled in self._everywhere:
+            found[compiled.order] = compiled
+        candidates = [found[order] for order in sorted(found)]
         best: _Compiled | None = None
+        activation: list[dict[str, Any]] = []
         for compiled in candidates:
             if best is not None and STRENGTH[compiled.rule.verdict] <= STRENGTH[best.rule.verdict]:
                 continue  # a later rule that is not stronger cannot win
-            if compiled.matches(call):
+            if compiled.matches(call, activation):
                 best = compiled
                 if compiled.rule.verdict == "deny":
                     break  # nothing is stronger, and it is the first deny that matches

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -43,8 +46,20 @@ class CallFacts:
         }  # fmt: skip
 
 
+@functools.lru_cache(maxsize=8192)
+def _matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """One test for a set of globs: exact names by set membership, the rest by one regex."""
+    exact = frozenset(pattern for pattern in patterns if not set("*?[") & set(pattern))
+    globs = [pattern for pattern in patterns if pattern not in exact]
+    if not globs:
+        return exact.__contains__
+    regex = re.compile("|".join(f"(?:{fnmatch.translate(pattern)})" for pattern in globs))
+    return lambda value: value in exact or regex.match(value) is not None
+
+
 def _globs_match(patterns: tuple[str, ...], value: str) -> bool:
-    return not patterns or any(fnmatch.fnmatchcase(value, pattern) for pattern in patterns)
+    """``value`` matches one of ``patterns`` (``fnmatch`` globs, case-sensitive); none: all."""
+    return not patterns or _matcher(patterns)(value)
 
 
 @dataclass(frozen=True)
@@ -66,7 +81,7 @@ class Match:
             return False
         if self.users and (call.user is None or not _globs_match(self.users, call.user)):
             return False
-        if self.domains and not set(self.domains) & set(call.domains):
+        if self.domains and not any(domain in call.domains for domain in self.domains):
             return False
         return all(call.target.get(key) == value for key, value in self.target.items())
 
