@@ -22,7 +22,6 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from supervisor.errors import (
@@ -251,18 +250,18 @@ def check_resumable(ledger: ApprovalLedger, proposal_id: str, holder: str) -> Pr
     return proposal
 
 
-def _process_alive(process: ProcessRecord, now: datetime) -> bool:
-    """Live status and lease, and on this host a pid that still exists."""
-    if not process.alive_at(now):
-        return False
+def _pid_alive_here(process: ProcessRecord) -> bool:
+    """False only for a process of this host whose pid is gone (SIGKILLed: gone at once, not
+    only at its lease deadline)."""
     return process.pid is None or process.host != socket.gethostname() or pid_running(process.pid)
 
 
-def _holder_text(ledger: ApprovalLedger, holder: str) -> str:
-    process = next((p for p in ledger.list_processes() if p.process_id == holder), None)
-    if process is None:
-        return holder
-    return f"{holder} (pid {process.pid} on {process.host})"
+def _process_row(ledger: ApprovalLedger, process_id: str) -> ProcessRecord | None:
+    return next((p for p in ledger.list_processes() if p.process_id == process_id), None)
+
+
+def _holder_text(holder: str, process: ProcessRecord | None) -> str:
+    return holder if process is None else f"{holder} (pid {process.pid} on {process.host})"
 
 
 def _check_resume_lease(ledger: ApprovalLedger, proposal_id: str, holder: str) -> None:
@@ -273,24 +272,20 @@ def _check_resume_lease(ledger: ApprovalLedger, proposal_id: str, holder: str) -
     now = ledger.clock.now()
     if lease is None or lease.holder == holder or lease.expires_at < now:
         return
-    process = next((p for p in ledger.list_processes() if p.process_id == lease.holder), None)
-    if process is not None and not _process_alive(process, now):
+    process = _process_row(ledger, lease.holder)
+    if process is not None and not (process.alive_at(now) and _pid_alive_here(process)):
         ledger.release_lease(resource, lease.holder)  # its holder is gone; ours to take
         return
     raise ResumeRefused(
-        f"Proposal {proposal_id} is being resumed by {_holder_text(ledger, lease.holder)}.",
+        f"Proposal {proposal_id} is being resumed by {_holder_text(lease.holder, process)}.",
         hint="Follow that process in the TUI's processes pane; nothing was run here.",
         holder=lease.holder,
     )
 
 
 def _waiting(waiter: ProposalWaiter) -> bool:
-    """Whether the waiter may still run the proposal: its lease holds and, on this host, its
-    pid still exists (a SIGKILLed waiter is gone at once, not only at its lease deadline)."""
-    process = waiter.process
-    if not waiter.alive or process is None or process.pid is None:
-        return waiter.alive
-    return process.host != socket.gethostname() or pid_running(process.pid)
+    """Whether the waiter may still run the proposal: its lease holds and its pid lives."""
+    return waiter.alive and (waiter.process is None or _pid_alive_here(waiter.process))
 
 
 def _turn_went_on(ledger: ApprovalLedger, proposal: Proposal) -> bool:
@@ -309,7 +304,8 @@ def resume_lease(ledger: ApprovalLedger, proposal_id: str, holder: str) -> Itera
         lease = ledger.acquire_lease(resource, holder)
     except LeaseHeld as held:
         raise ResumeRefused(
-            f"Proposal {proposal_id} is being resumed by {_holder_text(ledger, held.holder)}.",
+            f"Proposal {proposal_id} is being resumed by "
+            f"{_holder_text(held.holder, _process_row(ledger, held.holder))}.",
             hint="Follow that process in the TUI's processes pane; nothing was run here.",
             holder=held.holder,
         ) from None

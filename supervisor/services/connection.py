@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from supervisor.ledger.errors import LedgerBusy, LedgerUnavailable
+from supervisor.ledger.errors import LedgerBusy, LedgerError, LedgerUnavailable
 from supervisor.services.listeners import Listeners
 
 #: The errors that mean "try again": the server restarts, the file is locked. Anything else is
@@ -127,3 +127,40 @@ class LedgerConnection:
             self.ok(source)
             if pause > 0:
                 stop.wait(pause)
+
+
+class ReaderThread:
+    """A service's background reader: ``read`` in :meth:`LedgerConnection.follow` on a daemon
+    thread, from :meth:`start` until :meth:`stop`.
+
+    A ledger error that is not transient ends the thread quietly (the ledger was closed, or
+    refuses this reader for good); the service keeps the state it has.
+    """
+
+    def __init__(self, connection: LedgerConnection, source: str) -> None:
+        self.connection = connection
+        self.source = source
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, read: Callable[[], float]) -> None:
+        """Follow with ``read`` (it returns the pause before its next call); once only."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+
+        def run() -> None:
+            try:
+                self.connection.follow(self.source, read, self._stop)
+            except LedgerError:
+                return
+
+        self._thread = threading.Thread(target=run, name=self.source, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop following and wait (briefly) for the thread to end."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None

@@ -21,7 +21,7 @@ from datetime import datetime
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import ProcessRecord, Proposal, ProposalStatus, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.services.connection import LedgerConnection
+from supervisor.services.connection import LedgerConnection, ReaderThread
 from supervisor.services.listeners import Listeners
 from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import TraceFilter
@@ -153,8 +153,7 @@ class ProcessesService:
         self._lock = threading.Lock()
         self._listeners: Listeners[list[ProcessRow]] = Listeners()
         self._rows: list[ProcessRow] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._reader = ReaderThread(self.connection, "processes")
 
     def subscribe(self, listener: ProcessListener) -> None:
         """Call ``listener`` (from a background thread) with the rows after each refresh."""
@@ -201,26 +200,13 @@ class ProcessesService:
 
     def start(self, interval: float = 1.0) -> None:
         """Refresh every ``interval`` seconds in a daemon thread."""
-        if self._thread is not None:
-            return
-        self._stop.clear()
 
         def read() -> float:
             self.refresh()
             return interval
 
-        def run() -> None:
-            try:
-                self.connection.follow("processes", read, self._stop)
-            except LedgerError:
-                return
-
-        self._thread = threading.Thread(target=run, name="processes", daemon=True)
-        self._thread.start()
+        self._reader.start(read)
 
     def stop(self) -> None:
         """Stop refreshing."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        self._reader.stop()

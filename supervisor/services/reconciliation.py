@@ -26,7 +26,7 @@ from supervisor.ledger.models import (
     TraceEvent,
 )
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.services.connection import LedgerConnection
+from supervisor.services.connection import LedgerConnection, ReaderThread
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.listeners import Listeners
 from supervisor.services.recovery import recover_now
@@ -122,8 +122,7 @@ class ReconciliationService:
         self._proposals: tuple[Proposal, ...] = ()
         self._loaded = False
         self._listeners: Listeners[ReconcileChange] = Listeners()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._reader = ReaderThread(self.connection, "reconciliation")
 
     def subscribe(self, listener: Callable[[ReconcileChange], None]) -> None:
         """Call ``listener`` (from a background thread) when the list changes."""
@@ -203,26 +202,13 @@ class ReconciliationService:
 
     def start(self) -> None:
         """Refresh now and every :attr:`interval` seconds in a daemon thread."""
-        if self._thread is not None:
-            return
-        self._stop.clear()
 
         def read() -> float:
             self.refresh()
             return self.interval
 
-        def run() -> None:
-            try:
-                self.connection.follow("reconciliation", read, self._stop)
-            except LedgerError:
-                return
-
-        self._thread = threading.Thread(target=run, name="reconciliation", daemon=True)
-        self._thread.start()
+        self._reader.start(read)
 
     def stop(self) -> None:
         """Stop refreshing."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        self._reader.stop()

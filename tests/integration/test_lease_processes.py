@@ -17,14 +17,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.cli import SUPERVISOR, run_cli
+from support.orphans import until
 from support.run_factories import CRM_QUERY, crm_turn
 
 from supervisor import SQLModelProvider
@@ -37,17 +37,6 @@ from supervisor.testing import CallTools, Delay, Reply, ScriptedModel, ToolCall,
 TESTS_DIR = Path(__file__).resolve().parents[1]
 REPO = TESTS_DIR.parent
 ADA = {"name": "Ada", "email": "ada@example.com"}
-
-
-def until(condition: Callable[[], Any], what: str, timeout: float = 90.0) -> Any:
-    """Poll ``condition`` until it returns something truthy (fails after a generous bound)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 def environment(tmp_path: Path, url: str, model: ScriptedModel, lease: float) -> dict[str, str]:

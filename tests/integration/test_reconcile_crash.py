@@ -16,13 +16,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.cli import assert_one_line_error, run_cli
+from support.orphans import until
 
 from supervisor import SQLModelProvider
 from supervisor.ledger.identity import EnvironmentIdentity
@@ -33,16 +32,6 @@ REPO = TESTS_DIR.parent
 CHARGE = {"order": "A-1", "amount": 125}
 FINAL = "The charge went through once; a human confirmed it."
 FOUND = "The charge ch_A-1 is on the card statement"
-
-
-def until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 def _env(tmp_path: Path, url: str, model: ScriptedModel) -> dict[str, str]:
@@ -88,7 +77,11 @@ def _killed_mid_call(tmp_path: Path, env: dict[str, str], proposal_id: str) -> i
     """A resumer runs the approved charge and is SIGKILLed inside it; returns its pid."""
     runner = _resumer(env, proposal_id)
     try:
-        until(lambda: (tmp_path / "started").exists() or runner.poll() is not None, "the call")
+        until(
+            lambda: (tmp_path / "started").exists() or runner.poll() is not None,
+            "the call",
+            timeout=60.0,
+        )
         assert runner.poll() is None, runner.communicate()
         assert _charges(tmp_path) == ["charge_card A-1 125"]
         runner.send_signal(signal.SIGKILL)

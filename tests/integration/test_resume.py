@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +19,9 @@ from typing import Any
 
 import pytest
 from support.cli import SUPERVISOR, run_cli
-from support.run_factories import CRM_QUERY, crm_turn
+from support.orphans import CRM_FACTORY as FACTORY
+from support.orphans import orphan_of_a_killed_run, side_effects, until
+from support.run_factories import crm_turn
 
 from supervisor import SQLModelProvider
 from supervisor.ledger.models import ProcessRecord
@@ -30,17 +30,6 @@ from supervisor.testing import ScriptedModel
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 REPO = TESTS_DIR.parent
-FACTORY = "support.run_factories:crm_agent"
-
-
-def until(condition: Callable[[], Any], what: str, timeout: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 def environment(tmp_path: Path, url: str, model: ScriptedModel) -> dict[str, str]:
@@ -53,11 +42,6 @@ def environment(tmp_path: Path, url: str, model: ScriptedModel) -> dict[str, str
     return env
 
 
-def effects(tmp_path: Path) -> list[str]:
-    path = tmp_path / "side_effects.log"
-    return path.read_text().splitlines() if path.exists() else []
-
-
 @contextmanager
 def opened(url: str) -> Iterator[ApprovalLedger]:
     provider = SQLModelProvider(url)
@@ -65,30 +49,6 @@ def opened(url: str) -> Iterator[ApprovalLedger]:
         yield provider.ledger
     finally:
         provider.close()
-
-
-def orphan_of_a_killed_run(env: dict[str, str], ledger: ApprovalLedger) -> str:
-    """Start ``supervisor run``, wait until it waits on its proposal, SIGKILL it."""
-    assert SUPERVISOR is not None
-    run = subprocess.Popen(
-        [SUPERVISOR, "run", FACTORY, "--input", CRM_QUERY], env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-
-        def waiting() -> str | None:
-            pending = ledger.list(status="pending").items
-            if pending and ledger.waiter_alive(pending[0].proposal_id):
-                return pending[0].proposal_id
-            return None
-
-        proposal_id: str = until(waiting, "the run to wait on its proposal")
-        run.send_signal(signal.SIGKILL)
-        run.wait(timeout=30)
-    finally:
-        if run.poll() is None:
-            run.kill()
-    return proposal_id
 
 
 def shown(env: dict[str, str], proposal_id: str) -> dict[str, Any]:
@@ -110,14 +70,16 @@ def test_a_killed_runs_orphan_is_approved_and_resumed_from_the_cli_alone(
         until(lambda: shown(env, proposal_id)["orphaned"], "the proposal to show orphaned")
         approved = run_cli("proposals", "approve", proposal_id, env=env)
         assert approved.returncode == 0, approved.stderr
-        assert effects(tmp_path) == []  # approving an orphan runs nothing by itself, and says so
+        assert (
+            side_effects(tmp_path) == []
+        )  # approving an orphan runs nothing by itself, and says so
         assert "its agent is gone (run-" in approved.stdout
         assert f"run it with: supervisor resume {proposal_id}" in approved.stdout
         resumed = run_cli("resume", proposal_id, env=env)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert f"resumes {proposal_id} (create_customer, approved)" in resumed.stdout
         assert "[resume] completed: Done:" in resumed.stdout
-        assert effects(tmp_path) == ["create_customer Ada Lovelace ada@example.com"]
+        assert side_effects(tmp_path) == ["create_customer Ada Lovelace ada@example.com"]
         assert ledger.get(proposal_id).status.value == "executed"
         # The model's last request carried the tool's outcome and the run ended with its answer.
         last = model.requests[-1].messages[-1]
@@ -129,7 +91,7 @@ def test_a_killed_runs_orphan_is_approved_and_resumed_from_the_cli_alone(
         assert "resume_refused" in again.stderr and "already executed by agent:run-crm" in (
             " ".join(again.stderr.split())
         )
-        assert len(effects(tmp_path)) == 1
+        assert len(side_effects(tmp_path)) == 1
 
 
 def test_two_resumers_of_one_orphan_run_it_once_and_the_other_is_told_who(
@@ -153,7 +115,7 @@ def test_two_resumers_of_one_orphan_run_it_once_and_the_other_is_told_who(
         outputs = [resumer.communicate(timeout=120) for resumer in resumers]
         codes = sorted(resumer.returncode for resumer in resumers)
         assert codes == [0, 2], outputs
-        assert effects(tmp_path) == ["create_customer Ada Lovelace ada@example.com"]
+        assert side_effects(tmp_path) == ["create_customer Ada Lovelace ada@example.com"]
         loser = next(err for (out, err), r in zip(outputs, resumers, strict=True) if r.returncode)
         told = " ".join(loser.split())
         assert "being resumed by resume-" in told or "already executed by agent:run-crm" in told
@@ -175,13 +137,13 @@ def test_a_factory_off_the_allowlist_is_not_imported_and_the_error_says_how_to_f
         message = " ".join(refused.stderr.split())
         assert "not_resumable" in message and f"factory '{FACTORY}'" in message
         assert f"supervisor allowlist add {FACTORY}" in message
-        assert effects(tmp_path) == [] and ledger.get(proposal_id).status.value == "approved"
+        assert side_effects(tmp_path) == [] and ledger.get(proposal_id).status.value == "approved"
         shown_after = shown(env, proposal_id)
         assert shown_after["orphaned"] is True  # still visible as waiting on someone
         assert run_cli("allowlist", "add", FACTORY, env=env).returncode == 0
         resumed = run_cli("resume", proposal_id, env=env)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-        assert len(effects(tmp_path)) == 1
+        assert len(side_effects(tmp_path)) == 1
 
 
 def test_a_saved_agent_resumes_from_its_tools_references_only_when_they_are_allowed(
@@ -209,7 +171,7 @@ def test_a_saved_agent_resumes_from_its_tools_references_only_when_they_are_allo
         )
         resumed = run_cli("resume", proposal_id, "--allow", "support.agents:*", env=env)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-        assert effects(tmp_path) == ["create_customer Ada Lovelace ada@example.com"]
+        assert side_effects(tmp_path) == ["create_customer Ada Lovelace ada@example.com"]
 
 
 def test_no_continue_model_records_the_outcome_and_leaves_the_turn(
@@ -227,7 +189,7 @@ def test_no_continue_model_records_the_outcome_and_leaves_the_turn(
         later = run_cli("resume", proposal_id, env=env)  # continues the turn, runs nothing again
         assert later.returncode == 0, later.stdout + later.stderr
         assert "[resume] completed: Done:" in later.stdout
-        assert len(effects(tmp_path)) == 1
+        assert len(side_effects(tmp_path)) == 1
 
 
 def test_resume_refuses_a_pending_proposal_and_one_a_live_process_waits_on(
@@ -250,7 +212,7 @@ def test_resume_refuses_a_pending_proposal_and_one_a_live_process_waits_on(
         refused = run_cli("resume", proposal_id, env=env)
         assert refused.returncode == 2
         assert "Process run-alive" in refused.stderr and "runs it itself" in refused.stderr
-        assert effects(tmp_path) == []
+        assert side_effects(tmp_path) == []
 
 
 def test_a_warm_standby_takes_the_orphan_and_an_unused_one_exits_on_close(
@@ -271,7 +233,7 @@ def test_a_warm_standby_takes_the_orphan_and_an_unused_one_exits_on_close(
         started = control.start_resume(proposal_id)
         assert started.process_id == standby.process_id and started.pid == standby.child.pid
         assert control.child(started.process_id).wait(timeout=120) == 0
-        assert effects(tmp_path) == ["create_customer Ada Lovelace ada@example.com"]
+        assert side_effects(tmp_path) == ["create_customer Ada Lovelace ada@example.com"]
         row = next(p for p in ledger.list_processes() if p.process_id == started.process_id)
         assert row.command == f"supervisor resume {proposal_id} --log {started.log_path}"
         control.prepare_resume()  # a new standby, never used
@@ -305,9 +267,9 @@ def test_a_resume_lease_whose_holder_died_is_freed_and_a_live_ones_holder_is_nam
         assert refused.returncode == 2
         told = " ".join(refused.stderr.split())
         assert f"being resumed by resume-live (pid {os.getpid()} on {socket.gethostname()})" in told
-        assert effects(tmp_path) == []
+        assert side_effects(tmp_path) == []
         ledger.release_lease(f"resume:{proposal_id}", "resume-live")
         ledger.acquire_lease(f"resume:{proposal_id}", "resume-dead")  # SIGKILLed mid-resume
         resumed = run_cli("resume", proposal_id, env=env)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-        assert len(effects(tmp_path)) == 1
+        assert len(side_effects(tmp_path)) == 1

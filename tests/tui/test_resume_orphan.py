@@ -9,16 +9,13 @@ effect is counted in an outside file.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from support.cli import SUPERVISOR
-from support.run_factories import CRM_QUERY, crm_turn
+from support.orphans import orphan_of_a_killed_run, side_effects
+from support.run_factories import crm_turn
 from tui_helpers import drawn_text, main_screen, propose, record_notifications, wait_for
 
 from screens.app import make_app
@@ -64,30 +61,7 @@ def env(model: ScriptedModel, tmp_path: Path, provider: SQLModelProvider) -> dic
 
 
 def orphan(provider: SQLModelProvider, env: dict[str, str]) -> str:
-    assert SUPERVISOR is not None
-    run = subprocess.Popen(
-        [SUPERVISOR, "run", "support.run_factories:crm_agent", "--input", CRM_QUERY],
-        env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    ledger = provider.ledger
-    deadline = time.monotonic() + 90
-    try:
-        while time.monotonic() < deadline:
-            pending = ledger.list(status="pending").items
-            if pending and ledger.waiter_alive(pending[0].proposal_id):
-                run.send_signal(signal.SIGKILL)
-                run.wait(timeout=30)
-                return pending[0].proposal_id
-            time.sleep(0.05)
-    finally:
-        if run.poll() is None:
-            run.kill()
-    pytest.fail("the run never waited on its proposal")
-
-
-def effects(tmp_path: Path) -> list[str]:
-    path = tmp_path / "side_effects.log"
-    return path.read_text().splitlines() if path.exists() else []
+    return orphan_of_a_killed_run({**os.environ, **env}, provider.ledger)
 
 
 @pytest.mark.parametrize("key", ["a", "R"])
@@ -133,7 +107,7 @@ async def test_approving_an_orphan_offers_to_resume_it_and_the_call_runs_once(
             ),
             limit=60,
         )
-    assert effects(tmp_path) == ["create_customer Ada Lovelace ada@example.com"]
+    assert side_effects(tmp_path) == ["create_customer Ada Lovelace ada@example.com"]
 
 
 async def test_approve_only_on_an_orphan_runs_nothing(
@@ -159,7 +133,7 @@ async def test_approve_only_on_an_orphan_runs_nothing(
         )
         await app.workers.wait_for_complete()
     assert not any(p.process_id.startswith("resume-") for p in provider.ledger.list_processes())
-    assert effects(tmp_path) == []
+    assert side_effects(tmp_path) == []
 
 
 async def test_approve_and_resume_of_an_agent_that_cannot_come_back_decides_nothing(
