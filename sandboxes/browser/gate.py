@@ -3,7 +3,9 @@
 ``GatedTools`` is browser-use's ``Tools`` with ``act`` wrapped: the agent's ``multi_act`` (and
 initial actions) reach the browser only through it. For each action the gate
 
-1. resolves it to its target (`resolve_action`) and asks the policy;
+1. resolves it to its target (`resolve_action`) and asks the worker's policy (allowed domains,
+   its own rules), then the ledger's stored policy: a ledger rule or grant about the action
+   makes it a recorded decision (step 4, where the ledger allows or denies it at once);
 2. ``deny``: returns an error to the agent, nothing is proposed and nothing runs;
 3. ``allow``: runs it and records a trace event;
 4. ``ask``: proposes it to the ledger bound to URL, tab and element, waits for the decision,
@@ -43,14 +45,16 @@ from sandboxes.browser.edits import (
     with_edit_note,
 )
 from sandboxes.browser.loaded import CHROMIUM_ERROR_PAGE, LoadsUnknown, loaded_urls
-from sandboxes.browser.policy import BrowserPolicy
+from sandboxes.browser.policy import BrowserPolicy, PolicyDecision
 from sandboxes.browser.targets import ResolvedAction, resolve_action
 from supervisor.errors import SupervisorError
 from supervisor.ledger.chain import live_end
+from supervisor.ledger.decide import RuleOutcome
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import ExecutorIdentity, Proposal, ProposalStatus, TraceEvent
 from supervisor.ledger.retention import ExtendLimits
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.rules.model import CallFacts
 
 _log = logging.getLogger(__name__)
 
@@ -141,6 +145,11 @@ class ApprovalGate:
             await self._trace(resolved, "denied", decision.code or decision.reason, decision.reason)
             code = f" ({decision.code})" if decision.code else ""
             return ActionResult(error=f"denied by policy{code}: {decision.reason}")
+        ruled = await asyncio.to_thread(self._ledger_outcome, resolved, decision.verdict)
+        if ruled.decision.rule is not None or ruled.grant is not None:
+            # A rule (or grant) of the ledger's stored policy speaks: the ledger decides the
+            # call when it is recorded, so nothing runs without a record of why.
+            decision = PolicyDecision(verdict="ask", reason=ruled.decision.reason)
         if decision.verdict == "allow":
             result = await perform(resolved.run_params(params))
             await self._trace(resolved, "allowed", decision.reason, _error_of(result))
@@ -149,6 +158,14 @@ class ApprovalGate:
             resolved, params, decision.reason, param_model, browser_session, perform
         )
         return await self._check_loaded(resolved.tool_name, browser_session) or result
+
+    def _ledger_outcome(self, resolved: ResolvedAction, verdict: str) -> RuleOutcome:
+        """What the ledger's stored policy says about the action (read-only; nothing stored)."""
+        facts = CallFacts(
+            tool=resolved.tool_name, arguments=resolved.arguments, domains=("browser",),
+            agent=self.owner, target=resolved.execution_target, read_only=verdict == "allow",
+        )  # fmt: skip
+        return self.ledger.decide_call(facts, schema_hash=resolved.schema_hash, grantable=True)
 
     async def _check_loaded(self, tool_name: str, browser_session: Any) -> Any | None:
         """Stop the worker when any tab has loaded a page off the allowlist.
@@ -206,6 +223,9 @@ class ApprovalGate:
         self.pending.discard(proposal.proposal_id)
         if decided.status is not ProposalStatus.APPROVED:
             await self._trace(resolved, decided.status.value, decided.decision_reason or "")
+            if decided.status is ProposalStatus.REJECTED and decided.decided_by_rule:
+                why = decided.decision_reason or "no reason given"
+                return ActionResult(error=f"denied by policy ({decided.decided_by}): {why}")
             if decided.status is ProposalStatus.REJECTED:
                 why = decided.decision_reason or "no reason given"
                 return ActionResult(error=f"rejected by a human reviewer: {why}")

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from supervisor.cli.output import echo_line
+from supervisor.cli.policy_doc import diff_lines, policy_diff, policy_toml
 from supervisor.cli.proposals import db_option, open_ledger
 from supervisor.ledger.errors import PolicyInvalid
 from supervisor.ledger.policy import ApprovalPolicy, PolicyVersion
@@ -27,29 +28,6 @@ def _echo(text: str) -> None:
 
 def _json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=True))
-
-
-def _toml_string(text: str) -> str:
-    # A TOML basic string: JSON's escapes for quotes, backslashes and controls are valid TOML.
-    return json.dumps(text, ensure_ascii=False)
-
-
-def policy_toml(policy: ApprovalPolicy) -> str:
-    """The policy as a TOML file that ``supervisor policy apply`` reads back unchanged."""
-    document = policy.to_document()
-    approval = document["approval"]
-    lines = [
-        f"format = {document['format']}",
-        "",
-        "[approval]",
-        f"forbid_self_approval = {'true' if approval['forbid_self_approval'] else 'false'}",
-        "",
-        "[approval.approvers_by_domain]",
-    ]
-    for domain, approvers in approval["approvers_by_domain"].items():
-        listed = ", ".join(_toml_string(name) for name in approvers)
-        lines.append(f"{_toml_string(domain)} = [{listed}]")
-    return "\n".join(lines)
 
 
 def _version_json(version: PolicyVersion) -> dict[str, Any]:
@@ -148,6 +126,27 @@ def apply(file: Path, reason: str | None, db_url: str | None) -> None:
         _echo(f"Unchanged: the ledger already enforces this policy (v{change.version.version}).")
     else:
         _echo(f"Applied approval policy {_summary(change.version)}")
+
+
+@policy.command("diff")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="One JSON document.")
+@db_option
+def diff(file: Path, as_json: bool, db_url: str | None) -> None:
+    """Show what applying FILE would change, rule by rule; exit 1 when it changes anything."""
+    candidate = read_policy_file(file)
+    with open_ledger(db_url, read_only=True) as ledger:
+        stored = ledger.current_policy()
+        in_force = ledger.policy
+    changes = policy_diff(in_force, candidate)
+    if as_json:
+        _json({"version": stored.version if stored else 0, "changes": changes})
+    else:
+        shown = f"v{stored.version}" if stored else "no stored policy"
+        for line in diff_lines(changes) or [f"No change: FILE is the policy in force ({shown})."]:
+            _echo(line)
+    if changes:
+        raise SystemExit(1)
 
 
 @policy.command("test")

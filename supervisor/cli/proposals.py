@@ -97,6 +97,7 @@ def proposal_json(proposal: Proposal, waiter: ProposalWaiter | None = None) -> d
     exited or its lease ran out); ``waiter`` is ``null`` when no process was recorded.
     """
     data: dict[str, Any] = proposal.model_dump(mode="json")
+    data["decided_by"] = proposal.decided_by
     data["waiter"] = waiter.summary() if waiter is not None else None
     data["orphaned"] = is_orphaned(proposal, waiter)
     return data
@@ -245,8 +246,13 @@ def show_proposal(proposal_id: str, as_json: bool, db_url: str | None) -> None:
     if waiter is not None:
         label = "orphaned   " if is_orphaned(proposal, waiter) else "waiter     "
         rows.append(f"{label} {waiter.describe()}")
-    if proposal.approver_id:
+    if proposal.decided_by_rule:
+        rows.append(f"decided by  {proposal.decided_by}")
+    elif proposal.approver_id:
         rows.append(f"approver    {proposal.approver_id}")
+    if proposal.quorum:
+        voters = ", ".join(vote.identity for vote in proposal.approvals)
+        rows.append(f"quorum      {proposal.quorum}{f' ({voters})' if voters else ''}")
     if proposal.decision_reason:
         rows.append(f"reason      {proposal.decision_reason}")
     if proposal.supersedes_id:

@@ -351,5 +351,10 @@ class LedgerBase:
                 "expires_at": proposal.expires_at.isoformat(),
                 "original_ttl_seconds": original_ttl_seconds,
                 "supersedes_id": proposal.supersedes_id,
+                **(
+                    {"approvals_required": proposal.approvals_required}
+                    if proposal.approvals_required > 1
+                    else {}
+                ),
             },
         )

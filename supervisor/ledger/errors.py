@@ -249,6 +249,50 @@ class PolicyInvalid(LedgerError, ValueError):
         )
 
 
+class GrantRefused(LedgerError, PermissionError):
+    """A grant cannot be made from this proposal (a never-grantable tool, bad limits)."""
+
+    code = "grant_refused"
+
+    def __init__(self, proposal_id: str, why: str) -> None:
+        self.proposal_id = proposal_id
+        super().__init__(
+            f"No grant was made from proposal {proposal_id}: {why}.",
+            hint="Approve the call on its own, or fix the grant's lifetime and use cap.",
+            proposal_id=proposal_id,
+        )
+
+
+class GrantNotFound(LedgerError, LookupError):
+    """No grant has that id."""
+
+    code = "grant_not_found"
+
+    def __init__(self, grant_id: str) -> None:
+        self.grant_id = grant_id
+        super().__init__(
+            f"No grant {grant_id!r}.",
+            hint="List the grants with `supervisor grants list --all`.",
+            grant_id=grant_id,
+        )
+
+
+class QuorumVoteRepeated(LedgerError, PermissionError):
+    """An identity that already approved a quorum proposal approved it again."""
+
+    code = "quorum_vote_repeated"
+
+    def __init__(self, proposal_id: str, identity: str, quorum: str) -> None:
+        self.proposal_id = proposal_id
+        super().__init__(
+            f"{identity} already approved proposal {proposal_id} ({quorum}); a quorum needs "
+            "distinct approvers.",
+            hint="Ask another approver, from their own OS account, to approve it.",
+            proposal_id=proposal_id,
+            identity=identity,
+        )
+
+
 class PolicyMismatch(LedgerError):
     """A process opened the ledger with a policy other than the one the ledger enforces."""
 

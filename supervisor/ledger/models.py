@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from supervisor.ledger.identity import EnvironmentIdentity
 
-Via = Literal["sdk", "tui", "cli"]
+Via = Literal["sdk", "tui", "cli", "policy"]
+"""The channel of a decision; ``policy`` is a rule or grant of the stored policy."""
 
 
 class ProposalStatus(StrEnum):
@@ -117,6 +118,21 @@ class ExecutorIdentity(_Frozen):
         return cls(executor_id=executor_id, pid=os.getpid(), host=socket.gethostname())
 
 
+class QuorumVote(_Frozen):
+    """One approval of a proposal that needs several distinct approvers (a quorum rule).
+
+    Attributes:
+        identity: The OS identity (``user@host``) of the approving process: what makes two
+            approvals distinct.
+        approver_id: The approver's label.
+        at: When.
+    """
+
+    identity: str
+    approver_id: str
+    at: datetime
+
+
 class Proposal(_Frozen):
     """An exact, serialisable tool call waiting for (or past) a human decision.
 
@@ -148,6 +164,30 @@ class Proposal(_Frozen):
     decision_reason: str | None = None
     supersedes_id: str | None = None
     superseded_by_id: str | None = None
+    # Set when the stored policy decided, not a person: ``rule:<name>`` or ``grant:<id>``, and
+    # the policy version that did; ``approvals`` are the quorum votes cast so far; a call of a
+    # tool marked never-grantable (secret reads, egress) has ``grantable`` False.
+    decided_by_rule: str | None = None
+    policy_version: int | None = None
+    approvals_required: int = 1
+    approvals: tuple[QuorumVote, ...] = ()
+    grantable: bool = True
+
+    @property
+    def decided_by(self) -> str | None:
+        """Who decided, for people: ``rule R (policy vN)``, ``grant G (policy vN)`` or the
+        approver label; ``None`` while undecided."""
+        if self.decided_by_rule is not None:
+            kind, _, name = self.decided_by_rule.partition(":")
+            return f"{kind} {name} (policy v{self.policy_version or 0})"
+        return self.approver_id
+
+    @property
+    def quorum(self) -> str | None:
+        """``"1 of 2 approvals"`` for a proposal that needs several approvers, else ``None``."""
+        if self.approvals_required <= 1:
+            return None
+        return f"{len(self.approvals)} of {self.approvals_required} approvals"
 
     @property
     def consumed(self) -> bool:

@@ -18,10 +18,11 @@ anything that changes a decision bumps ``format``. Rules match the
 
 from __future__ import annotations
 
+import functools
 import json
 import tomllib
 import unicodedata
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -30,6 +31,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from supervisor.canonical import canonical_json, sha256_hex
+from supervisor.errors import CanonicalJSONError
 from supervisor.ledger.errors import (
     ApproverNotAllowed,
     IdentityNotVerified,
@@ -38,11 +40,17 @@ from supervisor.ledger.errors import (
 )
 from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.models import Proposal
+from supervisor.rules.condition import RuleConditionInvalid
+from supervisor.rules.evaluate import RuleSet
+from supervisor.rules.loader import RulesInvalid, rules_from_document
 
-POLICY_FORMAT = 1
-"""The newest policy document format this release reads and writes."""
+POLICY_FORMAT = 2
+"""The newest policy document format this release reads and writes: 2 adds ``rules``
+(allow/ask/deny, see :mod:`supervisor.rules`); a document without rules is still written as 1,
+so its hash (and every older release's reading of it) stays the same."""
+RULES_FORMAT = 2
 
-_TOP_KEYS = frozenset({"format", "approval"})
+_TOP_KEYS = frozenset({"format", "approval", "rules"})
 _APPROVAL_KEYS = frozenset({"forbid_self_approval", "approvers_by_domain"})
 _MAX_NAME = 200
 
@@ -115,6 +123,44 @@ def _normalised(
     return normalised
 
 
+def _rule_tables(rules: object, *, source: str) -> tuple[dict[str, Any], ...]:
+    """The ``[[rules]]`` tables as JSON data (what is stored and hashed).
+
+    Raises:
+        PolicyInvalid: Not a list of tables, or a value JSON cannot hold (a TOML date).
+    """
+    if isinstance(rules, str | bytes | Mapping) or not isinstance(rules, Sequence):
+        raise PolicyInvalid("rules must be an array of tables ([[rules]])", source=source)
+    tables: list[dict[str, Any]] = []
+    for index, rule in enumerate(rules):
+        if not isinstance(rule, Mapping):
+            raise PolicyInvalid(f"rules[{index}] must be a table", source=source)
+        try:
+            tables.append(json.loads(canonical_json(dict(rule))))
+        except CanonicalJSONError as error:
+            raise PolicyInvalid(
+                f"rules[{index}] holds a value a policy cannot store ({error})", source=source
+            ) from None
+    return tuple(tables)
+
+
+def _compiled(rules: tuple[dict[str, Any], ...], *, source: str) -> RuleSet:
+    """The rule tables compiled (conditions included), once per distinct set of rules.
+
+    Raises:
+        PolicyInvalid: A rule is not usable as written (named, with the key at fault).
+    """
+    try:
+        return _compile_rules(canonical_json(list(rules)))
+    except (RulesInvalid, RuleConditionInvalid) as error:
+        raise PolicyInvalid(error.message, source=source, hint=error.hint) from None
+
+
+@functools.lru_cache(maxsize=32)
+def _compile_rules(rules_json: str) -> RuleSet:
+    return rules_from_document({"rules": json.loads(rules_json)})
+
+
 @dataclass(frozen=True, eq=False)
 class ApprovalPolicy:
     """Who may grant authority over a proposal.
@@ -139,12 +185,22 @@ class ApprovalPolicy:
 
     forbid_self_approval: bool = False
     approvers_by_domain: Mapping[str, Collection[str]] = field(default_factory=dict)
+    rules: Sequence[Mapping[str, Any]] = ()
 
     def __post_init__(self) -> None:
         normalised = _normalised(
             self.forbid_self_approval, self.approvers_by_domain, source="ApprovalPolicy"
         )
         object.__setattr__(self, "approvers_by_domain", normalised)
+        rules = _rule_tables(self.rules, source="ApprovalPolicy")
+        object.__setattr__(self, "rules", rules)
+        object.__setattr__(self, "_ruleset", _compiled(rules, source="ApprovalPolicy"))
+
+    @property
+    def ruleset(self) -> RuleSet:
+        """The rules, compiled (CEL conditions included) once when the policy was read."""
+        compiled: RuleSet = getattr(self, "_ruleset")  # noqa: B009 - set in __post_init__
+        return compiled
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ApprovalPolicy):
@@ -157,9 +213,13 @@ class ApprovalPolicy:
     # -- the stored form ------------------------------------------------------------------
 
     def to_document(self) -> dict[str, Any]:
-        """The policy as its stored JSON document (current format, sorted lists)."""
-        return {
-            "format": POLICY_FORMAT,
+        """The policy as its stored JSON document (sorted lists; rules in file order).
+
+        Format 1 without rules, :data:`RULES_FORMAT` with them: an older release refuses a
+        policy with rules rather than enforcing it without them.
+        """
+        document: dict[str, Any] = {
+            "format": RULES_FORMAT if self.rules else 1,
             "approval": {
                 "forbid_self_approval": self.forbid_self_approval,
                 "approvers_by_domain": {
@@ -168,6 +228,9 @@ class ApprovalPolicy:
                 },
             },
         }
+        if self.rules:
+            document["rules"] = [dict(rule) for rule in self.rules]
+        return document
 
     def document_json(self) -> str:
         """The document as canonical JSON (what is stored and hashed)."""
@@ -215,9 +278,16 @@ class ApprovalPolicy:
         if not isinstance(by_domain, Mapping):
             raise PolicyInvalid("[approval.approvers_by_domain] must be a table", source=source)
         forbid = approval.get("forbid_self_approval", False)
+        rules = _rule_tables(document.get("rules", ()), source=source)
+        if rules and version < RULES_FORMAT:
+            raise PolicyInvalid(
+                f"[[rules]] need format = {RULES_FORMAT} (or no format line)", source=source
+            )
+        _compiled(rules, source=source)  # errors name the file; the policy reuses the result
         return cls(
             forbid_self_approval=forbid,
             approvers_by_domain=_normalised(forbid, by_domain, source=source),
+            rules=rules,
         )
 
     @classmethod

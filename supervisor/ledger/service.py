@@ -19,7 +19,14 @@ from supervisor.canonical import args_hash as compute_args_hash
 from supervisor.canonical import normalise
 from supervisor.ledger.amend import AmendMixin
 from supervisor.ledger.base import LedgerBase, validated_arguments
-from supervisor.ledger.errors import ApprovalExpired, LedgerError
+from supervisor.ledger.decide import RuleOutcome, RulesMixin
+from supervisor.ledger.errors import (
+    ApprovalExpired,
+    GrantRefused,
+    LedgerError,
+    QuorumVoteRepeated,
+)
+from supervisor.ledger.grants import DEFAULT_GRANT_SECONDS, DEFAULT_GRANT_USES, Grant
 from supervisor.ledger.execution import ExecutionMixin
 from supervisor.ledger.feed import FeedMixin
 from supervisor.ledger.identity import EnvironmentIdentity
@@ -29,12 +36,16 @@ from supervisor.ledger.models import (
     Proposal,
     ProposalPage,
     ProposalStatus,
+    QuorumVote,
     Via,
 )
 from supervisor.ledger.policy_versions import PolicyMixin
 from supervisor.ledger.reconcile import ReconcileMixin
 from supervisor.ledger.registry import RegistryServiceMixin
 from supervisor.ledger.runs import RunsServiceMixin
+from supervisor.rules.grants import check_patterns
+from supervisor.rules.model import CallFacts
+from supervisor.store.repository import LedgerTx
 
 _S = ProposalStatus
 
@@ -68,6 +79,7 @@ class ApprovalLedger(
     RegistryServiceMixin,
     LeaseServiceMixin,
     PolicyMixin,
+    RulesMixin,
     LedgerBase,
 ):
     """Durable approvals shared by every process that opens the same ledger.
@@ -96,8 +108,16 @@ class ApprovalLedger(
         domains: Iterable[str] = (),
         ttl_seconds: float | None = None,
         risk: str | None = None,
+        read_only: bool = False,
+        grantable: bool = True,
     ) -> Proposal:
-        """Record an exact tool call awaiting a decision.
+        """Record an exact tool call and let the stored policy decide it, or a person.
+
+        The policy in force is read in the transaction that records the call: a rule that
+        allows or denies it, or a live grant that allows it, decides it there and then (the
+        proposal is returned ``approved`` or ``rejected``, ``decided_by_rule`` naming the rule
+        or grant, with an audited decision like a person's); otherwise it is ``pending``, and
+        a quorum rule sets how many distinct approvers it needs.
 
         Args:
             tool_name: The governed tool's name.
@@ -113,9 +133,12 @@ class ApprovalLedger(
             domains: Policy domains of the tool (for allowlists and filters).
             ttl_seconds: Seconds until expiry; defaults to the ledger's default TTL.
             risk: A free-form risk label.
+            read_only: The tool is read-only and deterministic (rules default to allow).
+            grantable: False for tools marked never-grantable: no grant may allow the call.
 
         Returns:
-            The new pending proposal, with canonical arguments and their hash.
+            The new proposal (pending, or decided by the policy), with canonical arguments and
+            their hash.
 
         Raises:
             CanonicalJSONError: Arguments or target are not JSON data (NaN, Infinity, objects).
@@ -147,10 +170,61 @@ class ApprovalLedger(
             updated_at=now,
             expires_at=now + timedelta(seconds=ttl),
         )
+        facts = CallFacts(
+            tool=tool_name, arguments=validated, domains=proposal.domains, agent=owner,
+            user=user, target=target, read_only=read_only,
+        )  # fmt: skip
         with self.repository.write() as tx:
+            outcome = self._rule_outcome(
+                tx, facts, schema_hash=tool_schema_hash, grantable=grantable, now=now
+            )
+            proposal = self._as_decided(proposal, outcome, grantable=grantable)
             tx.insert_proposal(proposal)
             self._audit_proposed(tx, proposal, now, original_ttl_seconds=float(ttl))
+            if proposal.decided_by_rule is not None:
+                self._audit_rule_decision(tx, proposal, outcome, now)
         return proposal
+
+    def _as_decided(self, proposal: Proposal, outcome: RuleOutcome, *, grantable: bool) -> Proposal:
+        """``proposal`` as the policy's ``outcome`` leaves it (pending unless a rule decided)."""
+        decision = outcome.decision
+        update: dict[str, Any] = {"grantable": grantable, "policy_version": outcome.policy_version}
+        by = outcome.decided_by_rule
+        if by is None:
+            update["approvals_required"] = decision.approvals
+            if outcome.note is not None:  # the operator sees which rule asked, and why
+                update["policy_reason"] = f"{proposal.policy_reason} [{outcome.note}]".strip()
+            return proposal.model_copy(update=update)
+        status = _S.APPROVED if decision.verdict == "allow" else _S.REJECTED
+        update.update(
+            status=status, decided_at=proposal.created_at, approver_id=by,
+            approver_context=ApproverContext.current("policy"), decision_reason=decision.reason,
+            decided_by_rule=by,
+        )  # fmt: skip
+        return proposal.model_copy(update=update)
+
+    def _audit_rule_decision(
+        self, tx: LedgerTx, proposal: Proposal, outcome: RuleOutcome, now: datetime
+    ) -> None:
+        """The policy's decision, audited like a person's; a grant's use is counted with it."""
+        assert proposal.decided_by_rule is not None and proposal.approver_context is not None
+        if outcome.grant is not None and not tx.use_grant(outcome.grant.grant_id, now):
+            raise AssertionError("a grant matched in this transaction could not be used")
+        action = "approve" if proposal.status is _S.APPROVED else "reject"
+        payload = self._decision_payload(
+            proposal.model_copy(update={"status": _S.PENDING}), to_status=proposal.status,
+            approver_id=proposal.decided_by_rule, reason=proposal.decision_reason,
+            context=proposal.approver_context, identity=EnvironmentIdentity.current(),
+            policy_version=outcome.policy_version,
+        )  # fmt: skip
+        payload["decided_by"] = proposal.decided_by
+        if outcome.grant is not None:
+            payload["grant_id"] = outcome.grant.grant_id
+            payload["grant_use"] = outcome.grant.uses + 1
+        tx.append_audit(
+            at=now, actor=proposal.decided_by_rule, action=action,
+            subject=proposal.proposal_id, payload=payload,
+        )  # fmt: skip
 
     def get(self, proposal_id: str) -> Proposal:
         """Return one proposal.
@@ -238,6 +312,9 @@ class ApprovalLedger(
             if current.expires_at <= now and to_status is not _S.CANCELLED:
                 self._expire_in_tx(tx, current, now)
                 expired_error = ApprovalExpired(proposal_id, expires_at=current.expires_at)
+            elif action == "approve" and self._quorum_short(current, identity):
+                return self._vote(tx, current, identity, approver_id, reason, ctx, now,
+                                  policy_version)  # fmt: skip
             else:
                 changed = tx.update_proposal_returning(
                     proposal_id,
@@ -250,18 +327,56 @@ class ApprovalLedger(
                 )  # fmt: skip
                 if changed is None:
                     raise self._state_error(tx, self._load(tx, proposal_id), wanted)
+                payload = self._decision_payload(
+                    current, to_status=to_status, approver_id=approver_id,
+                    reason=reason, context=ctx, identity=identity,
+                    policy_version=policy_version,
+                )  # fmt: skip
+                if action == "approve" and current.approvals_required > 1:
+                    payload["quorum"] = [vote.identity for vote in current.approvals]
                 tx.append_audit(
                     at=now, actor=approver_id, action=action, subject=proposal_id,
-                    payload=self._decision_payload(
-                        current, to_status=to_status, approver_id=approver_id,
-                        reason=reason, context=ctx, identity=identity,
-                        policy_version=policy_version,
-                    ),
+                    payload=payload,
                 )  # fmt: skip
                 updated = changed
         if expired_error is not None:
             raise expired_error
         return updated
+
+    @staticmethod
+    def _quorum_short(proposal: Proposal, identity: EnvironmentIdentity) -> bool:
+        """True when this approval is a vote that does not complete the proposal's quorum.
+
+        Raises:
+            QuorumVoteRepeated: This identity already approved it.
+        """
+        if proposal.approvals_required <= 1:
+            return False
+        if any(vote.identity == str(identity) for vote in proposal.approvals):
+            raise QuorumVoteRepeated(proposal.proposal_id, str(identity), proposal.quorum or "")
+        return len(proposal.approvals) + 1 < proposal.approvals_required
+
+    def _vote(
+        self, tx: LedgerTx, current: Proposal, identity: EnvironmentIdentity, approver_id: str,
+        reason: str | None, context: ApproverContext, now: datetime, policy_version: int | None,
+    ) -> Proposal:  # fmt: skip
+        """Record one approval of a quorum proposal that stays pending (``approve_vote``)."""
+        votes = (*current.approvals, QuorumVote(identity=str(identity), approver_id=approver_id,
+                                                at=now))  # fmt: skip
+        changed = tx.update_proposal_returning(
+            current.proposal_id, expect_status=_S.PENDING,
+            values={"approvals": votes, "updated_at": now},
+        )  # fmt: skip
+        if changed is None:
+            raise self._state_error(tx, self._load(tx, current.proposal_id), "approved")
+        payload = self._decision_payload(
+            current, to_status=_S.PENDING, approver_id=approver_id, reason=reason,
+            context=context, identity=identity, policy_version=policy_version,
+        )  # fmt: skip
+        payload["quorum"] = f"{len(votes)} of {current.approvals_required}"
+        tx.append_audit(at=now, actor=approver_id, action="approve_vote",
+                        subject=current.proposal_id, payload=payload)  # fmt: skip
+        return changed
 
     def approve(
         self,
@@ -301,6 +416,47 @@ class ApprovalLedger(
             to_status=_S.APPROVED, approver_id=approver_id, reason=reason, context=context,
             via=via, grants=True,
         )  # fmt: skip
+
+    def approve_similar(
+        self,
+        proposal_id: str,
+        approver_id: str,
+        *,
+        patterns: Mapping[str, Any] | None = None,
+        seconds: float = DEFAULT_GRANT_SECONDS,
+        max_uses: int = DEFAULT_GRANT_USES,
+        any_agent: bool = False,
+        reason: str | None = None,
+        via: Via | None = None,
+    ) -> tuple[Proposal, Grant]:
+        """Approve a pending proposal and grant similar calls for a while ("allow similar").
+
+        The grant allows later calls of the same tool, schema and execution target (and agent,
+        unless ``any_agent``) whose arguments match ``patterns`` (argument name -> pattern, see
+        :mod:`supervisor.rules.grants`; arguments not named stay exact), for ``seconds`` and at
+        most ``max_uses`` calls. Both are checked before anything changes, and the approval
+        policy applies to the grant as to the approval.
+
+        Raises:
+            GrantRefused: The tool is never-grantable, or the lifetime or cap is out of range.
+            GrantInvalid: A pattern is malformed or does not match the call.
+            Everything :meth:`approve` raises.
+        """
+        current = self.get(proposal_id)
+        check_patterns(patterns or {}, current.arguments)  # refuse before approving anything
+        if not current.grantable:
+            raise GrantRefused(proposal_id, f"{current.tool_name} is marked never-grantable "
+                               "(secret reads, egress): approve each call on its own")  # fmt: skip
+        approved = self.approve(proposal_id, approver_id, reason, via=via)
+        identity = EnvironmentIdentity.current()
+        with self.repository.write() as tx:
+            self._check_grant(tx, approved, identity, approver_id, approving=False)
+            grant = self._create_grant(
+                tx, approved, approver_id=approver_id, identity=identity,
+                patterns=patterns or {}, seconds=seconds, max_uses=max_uses,
+                any_agent=any_agent, reason=reason, now=self._now(),
+            )  # fmt: skip
+        return approved, grant
 
     def reject(
         self,

@@ -44,7 +44,7 @@ _EXECUTION_STEPS: dict[str, tuple[ProposalStatus, ProposalStatus]] = {
     "needs_reconciliation": (_S.EXECUTING, _S.NEEDS_RECONCILIATION),
 }
 PROPOSAL_ACTIONS = frozenset(
-    {"propose", "expire", "extend", "claim", "claim_refused", "reconcile"}
+    {"propose", "expire", "extend", "claim", "claim_refused", "reconcile", "approve_vote"}
     | set(_DECISIONS)
     | set(_EXECUTION_STEPS)
 )
@@ -142,6 +142,10 @@ class Trail:
     executed: dict[ExecutedField, str | None] = field(default_factory=dict)
     """What claim / complete / fail recorded: executor, outcome_status, result_ref (none
     before complete / fail)."""
+    approvals_required: int = 1
+    """Distinct approvers a quorum rule asked for (the propose record's ``approvals_required``)."""
+    voters: set[str] = field(default_factory=set)
+    """The identities of the ``approve_vote`` records so far."""
     purged: bool = False
     problem: str | None = None
     """The first record the chain itself cannot explain (a transition from the wrong state)."""
@@ -180,6 +184,9 @@ class Trail:
                     self.original_ttl_seconds = float(original)
             if self.original_ttl_seconds is None:
                 self.original_ttl_seconds = self.proposed_ttl_seconds
+            required = payload.get("approvals_required", 1)
+            if isinstance(required, int) and not isinstance(required, bool) and required > 1:
+                self.approvals_required = required
             return
         if self.status is None:
             self._refuse(record, "no propose record before it")
@@ -197,6 +204,20 @@ class Trail:
             self._claim(record)
         elif action == "reconcile":
             self._reconcile(record)
+        elif action == "approve_vote":
+            self._vote(record)
+
+    def _vote(self, record: AuditRecord) -> None:
+        """One approval of a quorum proposal that leaves it pending."""
+        identity = _text(record.payload.get("identity"))
+        if self.status is not _S.PENDING or self.approvals_required <= 1:
+            self._refuse(record, "a quorum vote on a proposal that was not awaiting one")
+        elif record.payload.get("args_hash") != self.args_hash:
+            self._refuse(record, "voted on a different args hash than proposed")
+        elif identity is None or identity in self.voters:
+            self._refuse(record, "a second vote by the same identity")
+        else:
+            self.voters.add(identity)
 
     def _step(self, record: AuditRecord, source: ProposalStatus, target: ProposalStatus) -> None:
         if self.status is not source:
@@ -211,6 +232,11 @@ class Trail:
                 return
             self.approver_id = _text(payload.get("approver_id"))
             if record.action == "approve":
+                voters = self.voters | {_text(payload.get("identity")) or ""}
+                if len(voters) < self.approvals_required:
+                    self._refuse(record, f"approved by {len(voters)} distinct approver(s) of "
+                                 f"the {self.approvals_required} its quorum needs")  # fmt: skip
+                    return
                 self.approved_args_hash = self.args_hash
             if record.action == "edit":
                 self.superseded_by_id = _text(payload.get("superseded_by_id"))

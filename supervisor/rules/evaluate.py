@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from supervisor.rules.condition import Condition
-from supervisor.rules.model import STRENGTH, CallFacts, Rule, Verdict
+from supervisor.rules.model import CallFacts, Rule, Verdict
 
 _GLOB = frozenset("*?[")
 
@@ -32,6 +32,7 @@ class Decision:
     verdict: Verdict
     rule: str | None
     reason: str
+    approvals: int = 1
 
     @property
     def by_rule(self) -> bool:
@@ -94,9 +95,9 @@ class RuleSet:
         return len(self.rules)
 
     def evaluate(self, call: CallFacts) -> Decision:
-        """The decision for ``call``: deny beats ask beats allow, the first rule in file order
-        breaks a tie, and with no rule matching the tool's default
-        (:func:`default_decision`)."""
+        """The decision for ``call``: deny beats ask beats allow (an ask needing more approvers
+        beats one needing fewer), the first rule in file order breaks a tie, and with no rule
+        matching the tool's default (:func:`default_decision`)."""
         tool = call.tool
         found = {compiled.order: compiled for compiled in self._by_tool.get(tool, ())}
         for length, buckets in self._by_prefix.items():
@@ -108,7 +109,7 @@ class RuleSet:
         best: _Compiled | None = None
         activation: list[dict[str, Any]] = []
         for compiled in candidates:
-            if best is not None and STRENGTH[compiled.rule.verdict] <= STRENGTH[best.rule.verdict]:
+            if best is not None and compiled.rule.strength <= best.rule.strength:
                 continue  # a later rule that is not stronger cannot win
             if compiled.matches(call, activation):
                 best = compiled
@@ -116,4 +117,5 @@ class RuleSet:
                     break  # nothing is stronger, and it is the first deny that matches
         if best is None:
             return default_decision(call)
-        return Decision(best.rule.verdict, best.rule.name, best.rule.reason)
+        rule = best.rule
+        return Decision(rule.verdict, rule.name, rule.reason, rule.approvals)

@@ -14,6 +14,7 @@ agents = ["billing-*"]                  # optional: the proposing agent (globs)
 users = ["*@example.com"]               # optional: on whose behalf (globs)
 target = { backend = "local" }          # optional: execution-target keys that must be equal
 when = "args.amount < 100"              # optional CEL over args, tool, domains, agent, user, target
+# approvals = 2                         # ask rules only: a quorum of distinct approvers
 
 [[rules.examples]]                      # checked by `supervisor policy test FILE`
 arguments = { order = "A-1", amount = 20 }
@@ -34,7 +35,7 @@ from supervisor.rules.model import VERDICTS, CallFacts, Example, Match, Rule, Ve
 
 _RULE_KEYS = frozenset(
     {"name", "verdict", "reason", "tool", "domains", "agents", "users", "target", "when",
-     "examples"}
+     "examples", "approvals"}
 )  # fmt: skip
 _EXAMPLE_KEYS = frozenset(
     {"tool", "arguments", "domains", "agent", "user", "target", "read_only", "expect"}
@@ -133,8 +134,13 @@ def _rule(index: int, raw: Any) -> tuple[Rule, Condition | None]:
         _example(f"{where} example {number}", example, match.tools)
         for number, example in enumerate(raw_examples, start=1)
     )
-    rule = Rule(name, _verdict(where, "verdict", data.get("verdict")), reason, match, when,
-                examples)  # fmt: skip
+    verdict = _verdict(where, "verdict", data.get("verdict"))
+    approvals = data.get("approvals", 1)
+    if not isinstance(approvals, int) or isinstance(approvals, bool) or not 1 <= approvals <= 9:
+        raise RulesInvalid(where, "`approvals` must be a whole number from 1 to 9")
+    if approvals > 1 and verdict != "ask":
+        raise RulesInvalid(where, '`approvals` (a quorum) only applies to `verdict = "ask"`')
+    rule = Rule(name, verdict, reason, match, when, examples, approvals)
     return rule, condition
 
 

@@ -99,7 +99,8 @@ class Example:
 class Rule:
     """``verdict`` for the calls ``match`` selects and ``when`` (a CEL condition) accepts.
 
-    ``reason`` is shown to the operator, and to the model for a ``deny``.
+    ``reason`` is shown to the operator, and to the model for a ``deny``. An ``ask`` rule with
+    ``approvals`` N > 1 (a quorum) needs N distinct approvers before the call may run.
     """
 
     name: str
@@ -108,3 +109,9 @@ class Rule:
     match: Match = Match()
     when: str | None = None
     examples: tuple[Example, ...] = ()
+    approvals: int = 1
+
+    @property
+    def strength(self) -> tuple[int, int]:
+        """Precedence: deny > ask > allow, and among asks the one needing more approvers."""
+        return STRENGTH[self.verdict], self.approvals

@@ -1,10 +1,12 @@
 """The tool-call loop: ask the model, run or propose each call, pause or go on.
 
 One model turn may hold several tool calls. Their ids are made unique first and calls over the
-per-turn cap collapse into one refusal (:mod:`supervisor.runtime.intake`). Calls that need no
-approval run; each call that needs approval becomes its own proposal keyed by its call id
-(never by position); the run pauses once with every pending proposal, and the history keeps the
-model's order. Every call that is refused unrun records an ``error`` outcome with its code.
+per-turn cap collapse into one refusal (:mod:`supervisor.runtime.intake`). The ledger's stored
+policy is asked about every call (:mod:`supervisor.runtime.ruled`): calls it allows that need
+no approval run; calls a rule or grant decides are recorded and run or denied at once; every
+other call becomes its own proposal keyed by its call id (never by position); the run pauses
+once with every pending proposal, and the history keeps the model's order. Every call that is
+refused unrun records an ``error`` outcome with its code.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from supervisor.runtime.errors import ModelUnavailable
 from supervisor.runtime.intake import OVER_CAP_ANSWER, over_cap_message, unique_call_ids
 from supervisor.runtime.llm import AssistantTurn, ModelToolCall, tool_message
 from supervisor.runtime.results import RunResult, RunStatus, refusal, run_result
+from supervisor.runtime.ruled import decide_now, policy_outcome, propose_call
 from supervisor.runtime.state import PendingCall, RunState, save_checkpoint
 from supervisor.runtime.trace import RunTracer
 from supervisor.tools.dispatch import ToolCallResult, error_result
@@ -120,20 +123,10 @@ class TurnEngine:
         )
         proposals = []
         for call, tool, arguments in pending:
-            proposal = context.ledger.propose(
-                tool.name,
-                tool.schema_hash,
-                arguments,
-                execution_target=tool.execution_target,
-                policy_reason=tool.policy.approval_reason or "",
-                owner=context.agent_id,
-                user=state.user_id,
-                thread_id=tracer.thread_id,
-                checkpoint_id=checkpoint_id,
-                call_id=call.call_id,
-                domains=tool.policy.domains,
-                ttl_seconds=context.policy.approval_ttl_seconds,
-            )
+            proposal = propose_call(
+                context, tool, arguments, user=state.user_id, thread_id=tracer.thread_id,
+                call_id=call.call_id, checkpoint_id=checkpoint_id,
+            )  # fmt: skip
             proposals.append(proposal)
             tracer.event(
                 "approval",
@@ -191,7 +184,14 @@ class TurnEngine:
                     "in this run; change the arguments or answer without it.",
                 ))  # fmt: skip
                 continue
-            if tool.policy.requires_approval:
+            outcome = policy_outcome(context, tool, prepared.arguments, state.user_id)
+            if outcome.decision.verdict == "allow" and tool.policy.read_only:
+                result = tool.execute(prepared)
+                self._answer_result(state, tracer, call.call_id, tool.name, result)
+                continue
+            if outcome.decided_by_rule is None or not decide_now(
+                context, tool, prepared, call.call_id, state, tracer
+            ):
                 pending_call = PendingCall(
                     call_id=call.call_id,
                     tool_name=tool.name,
@@ -200,9 +200,6 @@ class TurnEngine:
                     schema_hash=tool.schema_hash,
                 )
                 pending.append((pending_call, tool, prepared.arguments))
-                continue
-            result = tool.execute(prepared)
-            self._answer_result(state, tracer, call.call_id, tool.name, result)
         if len(turn.tool_calls) > cap:
             self._answer_over_cap(state, tracer, turn.tool_calls[cap:], cap)
         return pending

@@ -28,6 +28,7 @@ from supervisor.ledger.models import (
     ProcessRecord,
     Proposal,
     ProposalStatus,
+    QuorumVote,
     ToolRecord,
     TraceEvent,
 )
@@ -85,6 +86,11 @@ def proposal_from_row(row: ProposalRow | Any) -> Proposal:
         decision_reason=row.decision_reason,
         supersedes_id=row.supersedes_id,
         superseded_by_id=row.superseded_by_id,
+        decided_by_rule=row.decided_by_rule,
+        policy_version=row.policy_version,
+        approvals_required=row.approvals_required,
+        approvals=tuple(QuorumVote.model_validate(vote) for vote in loads(row.approvals_json, [])),
+        grantable=row.grantable,
     )
 
 
@@ -116,7 +122,17 @@ def proposal_to_values(proposal: Proposal) -> dict[str, Any]:
         "decision_reason": proposal.decision_reason,
         "supersedes_id": proposal.supersedes_id,
         "superseded_by_id": proposal.superseded_by_id,
+        "decided_by_rule": proposal.decided_by_rule,
+        "policy_version": proposal.policy_version,
+        "approvals_required": proposal.approvals_required,
+        "approvals_json": votes_json(proposal.approvals),
+        "grantable": proposal.grantable,
     }
+
+
+def votes_json(votes: tuple[QuorumVote, ...]) -> str:
+    """The stored form of a proposal's quorum votes."""
+    return canonical_json([vote.model_dump(mode="json") for vote in votes])
 
 
 def proposal_to_row(proposal: Proposal) -> ProposalRow:
@@ -151,6 +167,8 @@ def proposal_columns(values: dict[str, Any]) -> dict[str, Any]:
             )
         elif name == "status":
             columns["status"] = ProposalStatus(value).value
+        elif name == "approvals":
+            columns["approvals_json"] = votes_json(value)
         else:
             columns[_COLUMN_OF.get(name, name)] = value
     return columns
@@ -429,8 +447,8 @@ def policy_version_to_values(version: PolicyVersion) -> dict[str, Any]:
 def policy_in_force_from_row(row: sa.Row[Any]) -> PolicyInForce:
     """The policy in force from a row with the ``POLICY_IN_FORCE_COLUMNS`` labels."""
     stored = (
-        StoredPolicy(row.policy_version, row.policy_hash, row.policy_json)
-        if row.policy_version is not None
+        StoredPolicy(row.policy_in_force, row.policy_hash, row.policy_json)
+        if row.policy_in_force is not None
         else None
     )
     return PolicyInForce(stored, row.policy_record)

@@ -35,7 +35,7 @@ def _in_force(column: sa.Column[object], label: str) -> sa.Label[object]:
 
 
 POLICY_IN_FORCE_COLUMNS = (
-    _in_force(_POLICY.c.version, "policy_version"),
+    _in_force(_POLICY.c.version, "policy_in_force"),
     _in_force(_POLICY.c.document_hash, "policy_hash"),
     _in_force(_POLICY.c.document_json, "policy_json"),
     # The newest policy_apply record: a backward range scan of ix_audit_subject (subject, seq).

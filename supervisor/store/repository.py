@@ -41,6 +41,7 @@ from supervisor.store.convert import (
 )
 from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
+from supervisor.store.grants import GrantsMixin
 from supervisor.store.leases import LeasesMixin
 from supervisor.store.notify import CHANNEL, ChangeProbe, open_probe
 from supervisor.store.policy_versions import POLICY_IN_FORCE_COLUMNS, PolicyVersionsMixin
@@ -161,7 +162,9 @@ def _update_execution_statement(columns: tuple[str, ...], returning: bool) -> An
     return statement
 
 
-class LedgerTx(PolicyVersionsMixin, RunsMixin, RegistryMixin, LeasesMixin, SemanticCacheMixin):
+class LedgerTx(
+    PolicyVersionsMixin, RunsMixin, RegistryMixin, LeasesMixin, GrantsMixin, SemanticCacheMixin
+):
     """One open transaction on the ledger; created by :class:`Repository` only."""
 
     def __init__(self, connection: sa.Connection, dialect: str) -> None:

@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from supervisor.ledger.models import APPROVER_ID_MAX
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The schema version this code writes; ``ledger_meta`` stores the ledger's own."""
 
 
@@ -83,6 +83,11 @@ class ProposalRow(SQLModel, table=True):
     decision_reason: str | None = Field(default=None, sa_type=sa.Text)
     supersedes_id: str | None = Field(default=None, max_length=64)
     superseded_by_id: str | None = Field(default=None, max_length=64)
+    decided_by_rule: str | None = Field(default=None, max_length=300)
+    policy_version: int | None = None
+    approvals_required: int = 1
+    approvals_json: str = Field(sa_type=sa.Text, default="[]")
+    grantable: bool = True
 
 
 class ProposalDomainRow(SQLModel, table=True):
@@ -239,3 +244,29 @@ class PolicyVersionRow(SQLModel, table=True):
     applied_at: datetime = _ts()
     reason: str | None = Field(default=None, sa_type=sa.Text)
     audit_seq: int
+
+
+class GrantRow(SQLModel, table=True):
+    """A time-boxed, use-capped rule an operator made from a proposal ("allow similar")."""
+
+    __tablename__ = "policy_grant"
+    __table_args__ = (sa.Index("ix_policy_grant_tool", "tool_name", "expires_at"),)
+
+    id: str = Field(primary_key=True, max_length=64)
+    tool_name: str = Field(max_length=200)
+    schema_hash: str = Field(max_length=64)
+    target_hash: str = Field(max_length=64)
+    owner: str = Field(max_length=200, default="")
+    arguments_json: str = Field(sa_type=sa.Text)
+    created_by: str = Field(max_length=255)
+    approver_id: str = Field(max_length=APPROVER_ID_MAX)
+    created_at: datetime = _ts()
+    expires_at: datetime = _ts()
+    max_uses: int
+    uses: int = 0
+    revoked_at: datetime | None = _ts(default=None)
+    revoked_by: str | None = Field(default=None, max_length=APPROVER_ID_MAX)
+    revoke_reason: str | None = Field(default=None, sa_type=sa.Text)
+    source_proposal_id: str | None = Field(default=None, max_length=64)
+    reason: str | None = Field(default=None, sa_type=sa.Text)
+    document_hash: str = Field(max_length=64)

@@ -151,6 +151,7 @@ def governed_tool(
     description: str | None = None,
     cacheable: bool | None = None,
     allow_unapproved_side_effects: bool = False,
+    grantable: bool = True,
 ) -> Callable[[Callable[P, R]], GovernedTool[P, R]]: ...
 
 
@@ -167,6 +168,7 @@ def governed_tool(
     description: str | None = None,
     cacheable: bool | None = None,
     allow_unapproved_side_effects: bool = False,
+    grantable: bool = True,
 ) -> GovernedTool[P, R] | Callable[[Callable[P, R]], GovernedTool[P, R]]:
     """Govern a function as a tool: strict schema from its hints, validation before dispatch.
 
@@ -184,6 +186,8 @@ def governed_tool(
         cacheable: Admit results to the semantic cache (default: deterministic and no side
             effects; refused for side-effecting or non-deterministic tools).
         allow_unapproved_side_effects: State explicitly that a side effect may run unapproved.
+        grantable: False marks a tool never-grantable (secret reads, egress): no grant
+            ("approve and allow similar") may ever allow its calls; each is judged alone.
 
     Returns:
         A :class:`GovernedTool` (or a decorator producing one).
@@ -201,6 +205,7 @@ def governed_tool(
         "domains": domains,
         "cacheable": cacheable,
         "allow_unapproved_side_effects": allow_unapproved_side_effects,
+        "grantable": grantable,
     }
 
     def decorate(target: Callable[P, R]) -> GovernedTool[P, R]:

@@ -51,6 +51,8 @@ class ToolPolicy:
         approval_reason: Why approval is needed, shown to the approver.
         domains: Scopes the tool belongs to (routing, approver allowlists, risk).
         cacheable: Results may be admitted to the semantic cache.
+        grantable: An operator may answer a call with a grant ("allow similar"); False for
+            tools whose every call must be judged on its own (secret reads, egress).
     """
 
     deterministic: bool
@@ -59,6 +61,12 @@ class ToolPolicy:
     approval_reason: str | None
     domains: tuple[str, ...]
     cacheable: bool
+    grantable: bool = True
+
+    @property
+    def read_only(self) -> bool:
+        """Runs unasked when no policy rule says otherwise (it needs no approval)."""
+        return not self.requires_approval
 
     @classmethod
     def resolve(
@@ -72,6 +80,7 @@ class ToolPolicy:
         domains: tuple[str, ...] | list[str] | str,
         cacheable: bool | None,
         allow_unapproved_side_effects: bool,
+        grantable: bool = True,
     ) -> ToolPolicy:
         """Resolve defaults and refuse incoherent combinations.
 
@@ -124,4 +133,5 @@ class ToolPolicy:
             approval_reason=approval_reason,
             domains=tuple(domains),
             cacheable=(deterministic and not side_effects) if cacheable is None else cacheable,
+            grantable=grantable,
         )

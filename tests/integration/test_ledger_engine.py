@@ -23,12 +23,14 @@ from supervisor.store.engine import create_ledger_engine, default_ledger_path, r
 from supervisor.store.migrate import ensure_schema
 from supervisor.store.provider import SQLModelProvider
 from supervisor.store.repository import Repository
+from supervisor.store.convert import proposal_to_values
 from supervisor.store.tables import SCHEMA_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 LEDGER_TABLES = {
     "proposal", "proposal_domain", "execution", "checkpoint", "audit", "trace_event", "blob",
     "tool_registry", "agent", "process", "ledger_meta", "semantic_cache", "result_pointer",
+    "policy_grant",
     "lease", "proposal_waiter",
     "policy_version",
 }  # fmt: skip
@@ -125,7 +127,7 @@ def test_migrations_are_idempotent_and_match_the_tables(ledger_url: str) -> None
         assert ensure_schema(engine) == SCHEMA_VERSION
         with engine.connect() as conn:
             assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-                ("0005",)
+                ("0006",)
             ]
             assert LEDGER_TABLES <= set(sa.inspect(conn).get_table_names())
             diffs = compare_metadata(
@@ -244,9 +246,17 @@ def test_an_older_ledger_is_migrated_on_open_and_keeps_its_data(ledger_url: str)
         with engine.begin() as connection:
             upgrade(connection, "0001")
             assert stored_schema_version(connection) == 1
-        old = ApprovalLedger(Repository(engine))
-        proposal = old.propose("send_email", "f" * 64, {"to": "a@b.c"}, owner="agent-1")
-        assert ensure_schema(engine) == SCHEMA_VERSION == 5
+        # A proposal as a release of schema 1 wrote it (only the columns schema 1 has).
+        current = create_ledger_engine("sqlite://")
+        proposal = ApprovalLedger(current).propose(
+            "send_email", "f" * 64, {"to": "a@b.c"}, owner="agent-1"
+        )
+        current.dispose()
+        with engine.begin() as connection:
+            columns = {column["name"] for column in sa.inspect(connection).get_columns("proposal")}
+            values = {k: v for k, v in proposal_to_values(proposal).items() if k in columns}
+            connection.execute(sa.table("proposal", *map(sa.column, values)).insert(), values)
+        assert ensure_schema(engine) == SCHEMA_VERSION == 6
         with engine.connect() as connection:
             tables = sa.inspect(connection).get_table_names()
             assert {"semantic_cache", "result_pointer", "policy_version"} <= set(tables)
