@@ -26,9 +26,9 @@ from supervisor.ledger.errors import (
     LedgerError,
     QuorumVoteRepeated,
 )
-from supervisor.ledger.grants import DEFAULT_GRANT_SECONDS, DEFAULT_GRANT_USES, Grant
 from supervisor.ledger.execution import ExecutionMixin
 from supervisor.ledger.feed import FeedMixin
+from supervisor.ledger.grants import DEFAULT_GRANT_SECONDS, DEFAULT_GRANT_USES, Grant
 from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.leases import LeaseServiceMixin
 from supervisor.ledger.models import (

@@ -19,11 +19,11 @@ from sqlmodel import SQLModel
 
 from supervisor.ledger import LedgerBusy, LedgerSchemaTooNew, LedgerUnavailable
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.store.convert import proposal_to_values
 from supervisor.store.engine import create_ledger_engine, default_ledger_path, resolve_url
 from supervisor.store.migrate import ensure_schema
 from supervisor.store.provider import SQLModelProvider
 from supervisor.store.repository import Repository
-from supervisor.store.convert import proposal_to_values
 from supervisor.store.tables import SCHEMA_VERSION
 
 REPO = Path(__file__).resolve().parents[2]

@@ -168,7 +168,7 @@ def test_sdk_calls_are_allowed_denied_or_asked_by_the_rules_and_each_is_audited(
         assert decided["A-2"].decided_by == "rule refunds abroad (policy v1)"
         assert decided["password"].decided_by == "rule secret lookups (policy v1)"
         assert decided["A-3"].decided_by == "operator" and decided["A-3"].decided_by_rule is None
-        by_subject = {}
+        by_subject: dict[str, list[Any]] = {}
         for record in ledger.events_since(0):
             by_subject.setdefault(record.subject, []).append(record)
         small = [(r.action, r.actor) for r in by_subject[decided["A-1"].proposal_id]]
