@@ -11,6 +11,7 @@ import os
 import re
 import time
 from datetime import timedelta
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -22,6 +23,7 @@ from support.browser_run import (
     run_task,
 )
 from support.browser_site import BrowserPlan, BrowserSite, element_index, latest_page_state
+from support.cli import run_cli
 
 from sandboxes.browser import BrowserTask
 from supervisor.canonical import canonical_json
@@ -319,3 +321,50 @@ def test_sensitive_data_in_a_loaded_url_stays_out_of_the_trace_and_the_model(
     tab = re.compile(r"Tab \w+: " + re.escape(site.url("/?q=<secret>pw</secret>")) + " ")
     assert any(tab.search(body) for body in seen)  # the tab list, as browser-use shows it
     assert not any("Q7x" in body for body in seen)
+
+
+def test_the_ledgers_rules_decide_browser_actions_without_asking(
+    provider: SQLModelProvider, chromium: str, tmp_path: Path
+) -> None:
+    """One policy, applied through the CLI, allows the navigation and the typing and denies the
+    submit: nothing reaches the reviewer (who would reject everything), every decision is a
+    recorded proposal naming its rule, and the model is told the deny rule's reason."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        '[[rules]]\nname = "browse the site"\nverdict = "allow"\nreason = "Reading is fine"\n'
+        'tool = ["browser.navigate", "browser.input"]\n\n'
+        '[[rules]]\nname = "no submits"\nverdict = "deny"\nreason = "Agents do not submit forms"\n'
+        'tool = "browser.click"\n',
+        encoding="utf-8",
+    )
+    provider.ledger.head()  # the ledger exists before a policy is applied to it
+    applied = run_cli("policy", "apply", str(policy), "--db", provider.url)
+    assert applied.returncode == 0, applied.stderr
+
+    def nobody_is_asked(proposal: Proposal) -> Verdict:
+        return ("reject", "the reviewer was asked")
+
+    with BrowserSite() as site:
+        plan = Plan(
+            [
+                lambda page: {"navigate": {"url": site.url("/")}},
+                lambda page: {"input": {"index": element_index(page, "name=q"), "text": "alice"}},
+                lambda page: {"click": {"index": element_index(page, "<button")}},
+            ]
+        )
+        result, reviewer, model = run_task(site, provider, chromium, plan, nobody_is_asked)
+        posts = site.seen("POST")
+
+    assert result.exit_code == 0, result
+    assert posts == []
+    assert reviewer.seen == []
+    decided = {p.tool_name: p for p in provider.ledger.list(limit=50).items}
+    assert decided["browser.navigate"].status is ProposalStatus.EXECUTED
+    assert decided["browser.navigate"].decided_by == "rule browse the site (policy v1)"
+    assert decided["browser.input"].status is ProposalStatus.EXECUTED
+    assert decided["browser.click"].status is ProposalStatus.REJECTED
+    assert decided["browser.click"].decided_by == "rule no submits (policy v1)"
+    after_click = latest_page_state(model.requests[3].messages)
+    assert "denied by policy (rule no submits (policy v1)): Agents do not submit forms" in (
+        after_click
+    )
