@@ -21,7 +21,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from supervisor.ledger.base import LedgerBase
-from supervisor.ledger.errors import GrantNotFound, GrantRefused, PolicyInvalid
+from supervisor.ledger.errors import (
+    GrantNotFound,
+    GrantRefused,
+    PolicyInvalid,
+    QuorumVoteRepeated,
+)
 from supervisor.ledger.grants import (
     GRANT_CREATE,
     GRANT_REVOKE,
@@ -31,11 +36,19 @@ from supervisor.ledger.grants import (
     target_hash,
 )
 from supervisor.ledger.identity import EnvironmentIdentity
-from supervisor.ledger.models import Proposal, Via
+from supervisor.ledger.models import (
+    ApproverContext,
+    Proposal,
+    ProposalStatus,
+    QuorumVote,
+    Via,
+)
 from supervisor.rules.evaluate import Decision
 from supervisor.rules.grants import check_patterns, grant_matches
 from supervisor.rules.model import CallFacts
 from supervisor.store.repository import LedgerTx
+
+_S = ProposalStatus
 
 
 @dataclass(frozen=True)
@@ -133,6 +146,82 @@ class RulesMixin(LedgerBase):
                 tx, call, schema_hash=schema_hash, grantable=grantable, now=self._now()
             )
 
+    def _as_decided(self, proposal: Proposal, outcome: RuleOutcome, *, grantable: bool) -> Proposal:
+        """``proposal`` as the policy's ``outcome`` leaves it (pending unless a rule decided)."""
+        decision = outcome.decision
+        update: dict[str, Any] = {"grantable": grantable, "policy_version": outcome.policy_version}
+        by = outcome.decided_by_rule
+        if by is None:
+            update["approvals_required"] = decision.approvals
+            if outcome.note is not None:  # the operator sees which rule asked, and why
+                update["policy_reason"] = f"{proposal.policy_reason} [{outcome.note}]".strip()
+            return proposal.model_copy(update=update)
+        status = _S.APPROVED if decision.verdict == "allow" else _S.REJECTED
+        update.update(
+            status=status, decided_at=proposal.created_at, approver_id=by,
+            approver_context=ApproverContext.current("policy"), decision_reason=decision.reason,
+            decided_by_rule=by,
+        )  # fmt: skip
+        return proposal.model_copy(update=update)
+
+    def _audit_rule_decision(
+        self, tx: LedgerTx, proposal: Proposal, outcome: RuleOutcome, now: datetime
+    ) -> None:
+        """The policy's decision, audited like a person's; a grant's use is counted with it."""
+        assert proposal.decided_by_rule is not None and proposal.approver_context is not None
+        if outcome.grant is not None and not tx.use_grant(outcome.grant.grant_id, now):
+            raise AssertionError("a grant matched in this transaction could not be used")
+        action = "approve" if proposal.status is _S.APPROVED else "reject"
+        payload = self._decision_payload(
+            proposal.model_copy(update={"status": _S.PENDING}), to_status=proposal.status,
+            approver_id=proposal.decided_by_rule, reason=proposal.decision_reason,
+            context=proposal.approver_context, identity=EnvironmentIdentity.current(),
+            policy_version=outcome.policy_version,
+        )  # fmt: skip
+        payload["decided_by"] = proposal.decided_by
+        if outcome.grant is not None:
+            payload["grant_id"] = outcome.grant.grant_id
+            payload["grant_use"] = outcome.grant.uses + 1
+        tx.append_audit(
+            at=now, actor=proposal.decided_by_rule, action=action,
+            subject=proposal.proposal_id, payload=payload,
+        )  # fmt: skip
+
+    @staticmethod
+    def _quorum_short(proposal: Proposal, identity: EnvironmentIdentity) -> bool:
+        """True when this approval is a vote that does not complete the proposal's quorum.
+
+        Raises:
+            QuorumVoteRepeated: This identity already approved it.
+        """
+        if proposal.approvals_required <= 1:
+            return False
+        if any(vote.identity == str(identity) for vote in proposal.approvals):
+            raise QuorumVoteRepeated(proposal.proposal_id, str(identity), proposal.quorum or "")
+        return len(proposal.approvals) + 1 < proposal.approvals_required
+
+    def _vote(
+        self, tx: LedgerTx, current: Proposal, identity: EnvironmentIdentity, approver_id: str,
+        reason: str | None, context: ApproverContext, now: datetime, policy_version: int | None,
+    ) -> Proposal:  # fmt: skip
+        """Record one approval of a quorum proposal that stays pending (``approve_vote``)."""
+        votes = (*current.approvals, QuorumVote(identity=str(identity), approver_id=approver_id,
+                                                at=now))  # fmt: skip
+        changed = tx.update_proposal_returning(
+            current.proposal_id, expect_status=_S.PENDING,
+            values={"approvals": votes, "updated_at": now},
+        )  # fmt: skip
+        if changed is None:
+            raise self._state_error(tx, self._load(tx, current.proposal_id), "approved")
+        payload = self._decision_payload(
+            current, to_status=_S.PENDING, approver_id=approver_id, reason=reason,
+            context=context, identity=identity, policy_version=policy_version,
+        )  # fmt: skip
+        payload["quorum"] = f"{len(votes)} of {current.approvals_required}"
+        tx.append_audit(at=now, actor=approver_id, action="approve_vote",
+                        subject=current.proposal_id, payload=payload)  # fmt: skip
+        return changed
+
     # -- grants -----------------------------------------------------------------------------
 
     def _create_grant(
@@ -205,6 +294,23 @@ class RulesMixin(LedgerBase):
             grant = _load_grant(tx, grant_id)
             self._revoke_grant_in_tx(tx, grant, self._now(), by, f"{reason} (via {via})")
             return _load_grant(tx, grant_id)
+
+    def revoke_stale_grants(
+        self, tool_name: str, schema_hash: str, execution_target: dict[str, Any], by: str,
+        reason: str,
+    ) -> list[Grant]:  # fmt: skip
+        """Revoke the live grants of ``tool_name`` made for another schema or target (a tool
+        whose contract changed, e.g. an MCP server's); returns the ones revoked."""
+        wanted = target_hash(execution_target)
+        revoked = []
+        with self.repository.write() as tx:
+            now = self._now()
+            for grant in tx.grants(tool_name=tool_name, live_at=now):
+                if grant.schema_hash == schema_hash and grant.target_hash == wanted:
+                    continue
+                if self._revoke_grant_in_tx(tx, grant, now, by, reason):
+                    revoked.append(grant)
+        return revoked
 
     def grants(self, *, live_only: bool = False, tool_name: str | None = None) -> list[Grant]:
         """Grants, newest first (``live_only``: neither revoked nor expired)."""

@@ -19,12 +19,11 @@ from supervisor.canonical import args_hash as compute_args_hash
 from supervisor.canonical import normalise
 from supervisor.ledger.amend import AmendMixin
 from supervisor.ledger.base import LedgerBase, validated_arguments
-from supervisor.ledger.decide import RuleOutcome, RulesMixin
+from supervisor.ledger.decide import RulesMixin
 from supervisor.ledger.errors import (
     ApprovalExpired,
     GrantRefused,
     LedgerError,
-    QuorumVoteRepeated,
 )
 from supervisor.ledger.execution import ExecutionMixin
 from supervisor.ledger.feed import FeedMixin
@@ -36,7 +35,6 @@ from supervisor.ledger.models import (
     Proposal,
     ProposalPage,
     ProposalStatus,
-    QuorumVote,
     Via,
 )
 from supervisor.ledger.policy_versions import PolicyMixin
@@ -45,7 +43,6 @@ from supervisor.ledger.registry import RegistryServiceMixin
 from supervisor.ledger.runs import RunsServiceMixin
 from supervisor.rules.grants import check_patterns
 from supervisor.rules.model import CallFacts
-from supervisor.store.repository import LedgerTx
 
 _S = ProposalStatus
 
@@ -185,47 +182,6 @@ class ApprovalLedger(
                 self._audit_rule_decision(tx, proposal, outcome, now)
         return proposal
 
-    def _as_decided(self, proposal: Proposal, outcome: RuleOutcome, *, grantable: bool) -> Proposal:
-        """``proposal`` as the policy's ``outcome`` leaves it (pending unless a rule decided)."""
-        decision = outcome.decision
-        update: dict[str, Any] = {"grantable": grantable, "policy_version": outcome.policy_version}
-        by = outcome.decided_by_rule
-        if by is None:
-            update["approvals_required"] = decision.approvals
-            if outcome.note is not None:  # the operator sees which rule asked, and why
-                update["policy_reason"] = f"{proposal.policy_reason} [{outcome.note}]".strip()
-            return proposal.model_copy(update=update)
-        status = _S.APPROVED if decision.verdict == "allow" else _S.REJECTED
-        update.update(
-            status=status, decided_at=proposal.created_at, approver_id=by,
-            approver_context=ApproverContext.current("policy"), decision_reason=decision.reason,
-            decided_by_rule=by,
-        )  # fmt: skip
-        return proposal.model_copy(update=update)
-
-    def _audit_rule_decision(
-        self, tx: LedgerTx, proposal: Proposal, outcome: RuleOutcome, now: datetime
-    ) -> None:
-        """The policy's decision, audited like a person's; a grant's use is counted with it."""
-        assert proposal.decided_by_rule is not None and proposal.approver_context is not None
-        if outcome.grant is not None and not tx.use_grant(outcome.grant.grant_id, now):
-            raise AssertionError("a grant matched in this transaction could not be used")
-        action = "approve" if proposal.status is _S.APPROVED else "reject"
-        payload = self._decision_payload(
-            proposal.model_copy(update={"status": _S.PENDING}), to_status=proposal.status,
-            approver_id=proposal.decided_by_rule, reason=proposal.decision_reason,
-            context=proposal.approver_context, identity=EnvironmentIdentity.current(),
-            policy_version=outcome.policy_version,
-        )  # fmt: skip
-        payload["decided_by"] = proposal.decided_by
-        if outcome.grant is not None:
-            payload["grant_id"] = outcome.grant.grant_id
-            payload["grant_use"] = outcome.grant.uses + 1
-        tx.append_audit(
-            at=now, actor=proposal.decided_by_rule, action=action,
-            subject=proposal.proposal_id, payload=payload,
-        )  # fmt: skip
-
     def get(self, proposal_id: str) -> Proposal:
         """Return one proposal.
 
@@ -342,41 +298,6 @@ class ApprovalLedger(
         if expired_error is not None:
             raise expired_error
         return updated
-
-    @staticmethod
-    def _quorum_short(proposal: Proposal, identity: EnvironmentIdentity) -> bool:
-        """True when this approval is a vote that does not complete the proposal's quorum.
-
-        Raises:
-            QuorumVoteRepeated: This identity already approved it.
-        """
-        if proposal.approvals_required <= 1:
-            return False
-        if any(vote.identity == str(identity) for vote in proposal.approvals):
-            raise QuorumVoteRepeated(proposal.proposal_id, str(identity), proposal.quorum or "")
-        return len(proposal.approvals) + 1 < proposal.approvals_required
-
-    def _vote(
-        self, tx: LedgerTx, current: Proposal, identity: EnvironmentIdentity, approver_id: str,
-        reason: str | None, context: ApproverContext, now: datetime, policy_version: int | None,
-    ) -> Proposal:  # fmt: skip
-        """Record one approval of a quorum proposal that stays pending (``approve_vote``)."""
-        votes = (*current.approvals, QuorumVote(identity=str(identity), approver_id=approver_id,
-                                                at=now))  # fmt: skip
-        changed = tx.update_proposal_returning(
-            current.proposal_id, expect_status=_S.PENDING,
-            values={"approvals": votes, "updated_at": now},
-        )  # fmt: skip
-        if changed is None:
-            raise self._state_error(tx, self._load(tx, current.proposal_id), "approved")
-        payload = self._decision_payload(
-            current, to_status=_S.PENDING, approver_id=approver_id, reason=reason,
-            context=context, identity=identity, policy_version=policy_version,
-        )  # fmt: skip
-        payload["quorum"] = f"{len(votes)} of {current.approvals_required}"
-        tx.append_audit(at=now, actor=approver_id, action="approve_vote",
-                        subject=current.proposal_id, payload=payload)  # fmt: skip
-        return changed
 
     def approve(
         self,

@@ -95,7 +95,8 @@ class McpGate:
 
     def invalidate_stale(self, tool: GatedTool) -> list[str]:
         """Cancel pending and revoke approved proposals of ``tool`` made for another contract
-        or another server endpoint. Returns their ids."""
+        or another server endpoint, and revoke its grants made for one. Returns their ids
+        (a grant's as ``grant:<id>``)."""
         invalidated: list[str] = []
         target = tool.execution_target or {}
         for proposal in self._open_proposals(tool.name):
@@ -116,6 +117,11 @@ class McpGate:
                 _log.info("could not invalidate %s: %s", proposal.proposal_id, exc)
                 continue
             invalidated.append(proposal.proposal_id)
+        stale = self.ledger.revoke_stale_grants(
+            tool.name, tool.schema_hash, target, GATE_ACTOR,
+            f"MCP tool {tool.name} changed its contract; the grant no longer applies",
+        )  # fmt: skip
+        invalidated.extend(f"grant:{grant.grant_id}" for grant in stale)
         return invalidated
 
     def record_schema_change(

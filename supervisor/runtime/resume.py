@@ -144,6 +144,8 @@ def _checkpoint_call(context: RuntimeContext, proposal: Proposal) -> tuple[Check
 def _decision_body(proposal: Proposal) -> dict[str, Any]:
     """What the model is told about a call a decision stopped: code, message, the reason."""
     code, message = DECISIONS[proposal.status]
+    if proposal.status is _S.REJECTED and proposal.decided_by_rule is not None:  # a rule did
+        message = f"The policy denied this call ({proposal.decided_by}); it did not run."
     reason = {"reason": proposal.decision_reason} if proposal.decision_reason else {}
     return model_error(code, message, **reason)
 

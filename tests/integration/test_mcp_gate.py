@@ -217,6 +217,13 @@ def test_changed_schema_invalidates_standing_grants_and_is_traced(
         "inv__create_order", old_hash, {"sku": "B-2", "quantity": 1},
         execution_target=approved.execution_target, owner=AGENT_ID,
     )  # fmt: skip
+    similar = ledger.propose(
+        "inv__create_order", old_hash, {"sku": "C-3", "quantity": 1},
+        execution_target=approved.execution_target, owner=AGENT_ID,
+    )  # fmt: skip
+    granted, grant = ledger.approve_similar(
+        similar.proposal_id, "operator@example.com", patterns={"quantity": {"range": [1, 9]}}
+    )
     with ScriptedModel([Reply("unused")]) as model:
         changed = _agent(model, provider, count_file, variant="2")
         try:
@@ -236,8 +243,13 @@ def test_changed_schema_invalidates_standing_grants_and_is_traced(
             assert events[0].payload["old_schema_hash"] == old_hash
             assert events[0].payload["new_schema_hash"] == new_tool.schema_hash
             assert set(events[0].payload["invalidated_proposals"]) == {
-                approved.proposal_id, pending.proposal_id,
+                approved.proposal_id, pending.proposal_id, granted.proposal_id,
+                f"grant:{grant.grant_id}",
             }  # fmt: skip
+            dead = ledger.grant(grant.grant_id)
+            assert dead.revoked_at is not None and "changed its contract" in (
+                dead.revoke_reason or ""
+            )
             resumed = changed.resume_approval(approved.proposal_id)
             assert resumed.error_code == "cancelled"
             registry = {record.name: record for record in ledger.list_tools(AGENT_ID)}
