@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from supervisor.cli.output import echo_line
+from supervisor.cli.policy_replay import replay_command, suggest_command
 from supervisor.cli.proposals import db_option, open_ledger
 from supervisor.ledger.errors import PolicyInvalid
 from supervisor.ledger.policy import ApprovalPolicy, PolicyVersion
@@ -68,6 +69,10 @@ def _summary(version: PolicyVersion) -> str:
 @click.group()
 def policy() -> None:
     """Show, list and apply the ledger's approval policy (enforced by every process)."""
+
+
+policy.add_command(replay_command)
+policy.add_command(suggest_command)
 
 
 @policy.command("show")

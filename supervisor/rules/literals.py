@@ -109,9 +109,10 @@ def toml_value(value: Any) -> str:
 
 
 def toml_string(text: str) -> str:
-    """A TOML literal string (``'...'``, backslashes kept) when ``text`` allows one, else a
-    basic string: CEL conditions stay readable."""
-    if "'" not in text and text.isprintable():
+    """A TOML literal string (``'...'``, backslashes kept) when ``text`` is printable ASCII
+    without a quote, else a basic string: CEL conditions stay readable, and any escape a
+    display adds to the rest lands inside a basic string, where it means the same text."""
+    if "'" not in text and text.isascii() and text.isprintable():
         return f"'{text}'"
     return _escaped(text)
 
