@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from support.cli import assert_one_line_error, run_cli
 from support.workload import WorkloadCall, read_workload, workload_ledger
 
@@ -147,8 +146,9 @@ def test_replay_since_and_a_clean_policy_exit_zero(
     expected = _expected(window, ids)
     report = json.loads(done.stdout)
     assert report["replayed"] == expected["replayed"] < len(calls) // 3
-    assert sorted(f["proposal_id"] for f in report["rejected_allowed"]) == (
-        expected["rejected_allowed"]
+    assert (
+        sorted(f["proposal_id"] for f in report["rejected_allowed"])
+        == (expected["rejected_allowed"])
     )
     assert done.returncode == (1 if expected["rejected_allowed"] else 0)
     assert report["unit"] == "hour"  # one day of history: hourly buckets

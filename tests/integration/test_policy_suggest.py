@@ -12,6 +12,7 @@ from pathlib import Path
 
 from support.cli import run_cli
 from support.workload import WORKLOAD, WorkloadCall, read_workload, workload_ledger
+
 from supervisor.rules.loader import load_rules
 from supervisor.rules.model import CallFacts
 
