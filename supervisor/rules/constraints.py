@@ -8,10 +8,11 @@ keeping as many approved values as possible. Only shapes that are safe to widen 
 * an absolute path becomes the directories (two levels deep or more) that held at least two
   approved paths, never with ``..``;
 * a URL becomes the origins (``https://host/``) of at least two approved URLs;
-* an identifier (``A-1042``: letters, digits, ``-_.:``, at least one digit, mostly distinct)
-  becomes its character shape (``^[A-Z]+-[0-9]+$``);
+* an identifier (``A-1042``: letters, digits, ``-_.:``, each with a digit, three or more
+  distinct values and none a quarter of them) becomes its character shape
+  (``^[A-Z]+-[0-9]+$``);
 * anything else (a shell command, free text, a nested value) stays exact: one of the values
-  approved at least twice.
+  approved at least twice (the ``MAX_VALUES`` most frequent).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from urllib.parse import urlsplit
 from supervisor.canonical import canonical_json
 from supervisor.rules.literals import cel_literal
 
+#: At most this many exact values in one rule (a longer list is not reviewable).
+MAX_VALUES = 50
 _ID_CHARS = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _SHAPE_CLASSES = {"A": "[A-Z]+", "a": "[a-z]+", "9": "[0-9]+"}
 
@@ -147,8 +150,10 @@ Constraint = OneOf | Range | Prefixes | Shape
 
 
 def _repeated(values: Sequence[Any]) -> tuple[str, ...]:
+    """The values approved at least twice, the ``MAX_VALUES`` most frequent of them."""
     counts = Counter(_text(value) for value in values)
-    return tuple(sorted(text for text, count in counts.items() if count >= 2))
+    frequent = [text for text, count in counts.most_common(MAX_VALUES) if count >= 2]
+    return tuple(sorted(frequent))
 
 
 def _prefixes(values: Sequence[str], prefix_of: Any) -> tuple[str, ...]:
@@ -182,11 +187,14 @@ def _shape(value: str) -> str:
 def _identifier_shape(values: Sequence[str]) -> str | None:
     if not all(_ID_CHARS.fullmatch(value) and value.isascii() for value in values):
         return None
-    distinct = set(values)
-    if len(distinct) < max(3, len(values) // 2) or not any(
-        char.isdigit() for value in values for char in value
-    ):
+    counts = Counter(values)
+    # Many distinct values, none of them common: ids (orders, issues), not a few repeated
+    # commands or names.
+    if len(counts) < 3 or counts.most_common(1)[0][1] * 4 > len(values):
         return None
+    if not all(any(char.isdigit() for char in value) for value in counts):
+        return None
+    distinct = set(counts)
     shapes = {_shape(value) for value in distinct}
     return shapes.pop() if len(shapes) == 1 and "[0-9]+" in next(iter(shapes)) else None
 

@@ -123,8 +123,7 @@ def recorded_call_of(
     )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class DecidedCall:
+class DecidedCall(NamedTuple):
     """One decided call of the history: what a rule would have seen and what happened.
 
     ``call`` is the model's own call (an edit chain's first link), ``final`` the link that
@@ -167,9 +166,13 @@ def decided_calls(calls: list[RecordedCall]) -> list[DecidedCall]:
     Links are followed only when both sides agree (``superseded_by_id`` one way,
     ``supersedes_id`` back), as :mod:`supervisor.ledger.chain` does.
     """
-    by_id = {call.proposal_id: call for call in calls}
+    by_id = {c.proposal_id: c for c in calls if c.supersedes_id or c.superseded_by_id}
     decided: list[DecidedCall] = []
     for call in calls:
+        if not (call.supersedes_id or call.superseded_by_id):  # never edited: most calls
+            if call.status != "pending":
+                decided.append(DecidedCall(call, call, _outcome(call)))
+            continue
         successor = by_id.get(call.superseded_by_id or "")
         if (
             call.status == "superseded"
@@ -243,11 +246,6 @@ class Bucket:
                 "deny": self.deny}  # fmt: skip
 
 
-def _bucket_start(moment: datetime, unit: Literal["hour", "day"]) -> datetime:
-    moment = moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-    return moment.replace(hour=0) if unit == "day" else moment
-
-
 @dataclass
 class ReplayReport:
     """What the candidate would have done to the decided calls of the history.
@@ -311,40 +309,48 @@ def replay(rules: RuleSet, history: list[DecidedCall]) -> ReplayReport:
     """
     report = ReplayReport(replayed=len(history))
     cache: dict[tuple[str, str, str, str, str, str | None], Decision] = {}
+    parsed: dict[str, Any] = {}  # target and domain JSON: few distinct texts
     human: Counter[str] = Counter()
     per_rule: dict[str, Counter[str]] = {}
-    mix: dict[datetime, Counter[str]] = {}
+    mix: dict[int, Counter[str]] = {}  # bucket number (hours or days since the epoch)
     if history:
         report.first_at = min(item.call.created_at for item in history)
         report.last_at = max(item.call.created_at for item in history)
         if report.last_at - report.first_at > timedelta(days=2):
             report.unit = "day"
+    width = 86400 if report.unit == "day" else 3600
+    verdicts = report.verdicts
     for item in history:
-        key = item.call.key
+        call = item.call
+        key = call.key
         decision = cache.get(key)
         if decision is None:
-            decision = cache[key] = rules.evaluate(item.call.facts())
+            decision = cache[key] = rules.evaluate(_facts(call, parsed))
         verdict = decision.verdict
-        report.verdicts[verdict] += 1
-        human[item.outcome] += 1
-        human["reconciled_failed"] += item.reconciled_failed
-        human["edited"] += item.edited
-        saved = item.prompt and verdict != "ask"
-        report.prompts += item.prompt
+        verdicts[verdict] += 1
+        outcome = item.outcome
+        human[outcome] += 1
+        reconciled, edited = item.final.reconciled_failed is not None, item.edited
+        prompt = outcome == "approved" or outcome == "rejected"
+        saved = prompt and verdict != "ask"
+        report.prompts += prompt
         report.prompts_saved += saved
         if decision.rule is not None:
             counts = per_rule.setdefault(decision.rule, Counter())
             counts["decided"] += 1
             counts["prompts_saved"] += saved
-        start = _bucket_start(item.call.created_at, report.unit)
-        mix.setdefault(start, Counter())[verdict] += 1
-        if verdict == "allow" and item.reconciled_failed:
+        bucket = int(call.created_at.timestamp()) // width
+        mix.setdefault(bucket, Counter())[verdict] += 1
+        if reconciled or edited:
+            human["reconciled_failed"] += reconciled
+            human["edited"] += edited
+        if verdict == "allow" and reconciled:
             report.rejected_allowed.append(_flagged(item, decision, "reconciled_failed"))
-        elif verdict == "allow" and item.outcome == "rejected":
+        elif verdict == "allow" and outcome == "rejected":
             report.rejected_allowed.append(_flagged(item, decision, "rejected"))
-        elif verdict == "allow" and item.edited:
+        elif verdict == "allow" and edited:
             report.edited_allowed.append(_flagged(item, decision, "edited"))
-        elif verdict == "deny" and item.outcome == "approved":
+        elif verdict == "deny" and outcome == "approved":
             report.approved_denied.append(_flagged(item, decision, "approved"))
     for name in ("approved", "rejected", "undecided", "by_rule", "reconciled_failed", "edited"):
         report.human[name] = human[name]
@@ -353,19 +359,32 @@ def replay(rules: RuleSet, history: list[DecidedCall]) -> ReplayReport:
                     "prompts_saved": per_rule[rule.name]["prompts_saved"]}
         for rule in rules.rules if rule.name in per_rule
     }  # fmt: skip
-    report.timeline = _timeline(mix, report.unit)
+    report.timeline = _timeline(mix, width)
     return report
 
 
-def _timeline(mix: dict[datetime, Counter[str]], unit: Literal["hour", "day"]) -> list[Bucket]:
-    """One bucket per hour or day from the first call to the last, empty ones included."""
+def _facts(call: RecordedCall, parsed: dict[str, Any]) -> CallFacts:
+    """``call.facts()``, with the target and domains parsed once per distinct text."""
+    target = parsed.get(call.target_json)
+    if target is None:
+        target = parsed[call.target_json] = json.loads(call.target_json)
+    domains = parsed.get(call.domains_json)
+    if domains is None:
+        domains = parsed[call.domains_json] = tuple(json.loads(call.domains_json))
+    return CallFacts(
+        tool=call.tool, arguments=call.arguments(), domains=domains, agent=call.agent,
+        user=call.user, target=target, read_only=False,
+    )  # fmt: skip
+
+
+def _timeline(mix: dict[int, Counter[str]], width: int) -> list[Bucket]:
+    """One bucket per hour or day (``width`` seconds) from the first call to the last, empty
+    ones included."""
     if not mix:
         return []
-    step = timedelta(days=1) if unit == "day" else timedelta(hours=1)
-    start, end = min(mix), max(mix)
     buckets: list[Bucket] = []
-    while start <= end:
-        counts = mix.get(start, Counter())
+    for number in range(min(mix), max(mix) + 1):
+        counts = mix.get(number, Counter())
+        start = datetime.fromtimestamp(number * width, UTC)
         buckets.append(Bucket(start, counts["allow"], counts["ask"], counts["deny"]))
-        start += step
     return buckets

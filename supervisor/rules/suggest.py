@@ -172,7 +172,10 @@ class _Group:
             values = [target[key] for target in self.targets]
             constraint = learn(values)
             if isinstance(constraint, OneOf) and len(constraint.values) == 1:
-                self.target_exact[key] = values[0]
+                if has_null(values[0]):  # TOML has no null: compared in the condition
+                    self.target[key] = constraint
+                else:
+                    self.target_exact[key] = values[0]
             elif isinstance(constraint, Range | Prefixes):
                 self.target[key] = constraint
             else:

@@ -129,3 +129,22 @@ def test_toml_values_read_back_unchanged_and_show_no_hidden_characters() -> None
     assert "\u202e" not in text and tomllib.loads(text)["v"] == value
     with pytest.raises(ValueError, match="null"):
         toml_value({"a": None})
+
+
+def test_suggestions_with_null_targets_are_still_a_policy_file() -> None:
+    """A target value with a null (no TOML form) is compared in the condition instead."""
+    from supervisor.rules.suggest import suggest
+    from supervisor.rules.suggest_toml import suggestions_toml
+
+    target = canonical_json({"backend": "local", "element": {"frame": None, "tag": "input"}})
+    calls = [
+        _call(n, "executed")._replace(target_json=target, approver_id=f"op{n % 2}")
+        for n in range(6)
+    ]
+    result = suggest(decided_calls(calls), min_approvals=5)
+    (suggestion,) = result.suggestions
+    assert suggestion.target_exact == {"backend": "local"}
+    rules = rules_from_document(tomllib.loads(suggestions_toml(result)))
+    assert rules.evaluate(calls[0].facts()).rule == "suggested: refund"
+    other = calls[0]._replace(target_json=canonical_json({"backend": "local", "element": {}}))
+    assert rules.evaluate(other.facts()).verdict == "ask"
