@@ -242,7 +242,7 @@ def _candidate(
         return None
     covered = group.covered()
     if len(covered) < minimum:
-        drop(f"{label}: {len(covered)} approved calls (fewer than {minimum})")
+        drop(f"{label}: covers only {len(covered)} approved calls (fewer than {minimum})")
         return None
     near = [c for c in bad if c not in excluded and c.call.agent in group.agents]
     return Suggestion(
