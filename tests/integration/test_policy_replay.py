@@ -176,3 +176,21 @@ def test_replay_errors_are_one_line_and_exit_2(
     )
     bad_since = run_cli("policy", "replay", str(good), "--db", str(db), "--since", "soon")
     assert bad_since.returncode == 2 and "--since" in bad_since.stderr
+
+
+def test_ledger_text_in_the_replay_is_escaped(tmp_path: Path) -> None:
+    from supervisor.store.provider import SQLModelProvider
+
+    db = tmp_path / "ledger.db"
+    with SQLModelProvider(f"sqlite:///{db}") as provider:
+        ledger = provider.ledger
+        proposal = ledger.propose("refund_card", "0" * 64, {"amount": 5, "note": "\u202eevil"},
+                                  owner="bot\x1b[2J")  # fmt: skip
+        ledger.reject(proposal.proposal_id, "alice", "no\nOK: no call a human rejected\x1b]0;x\x07")
+    policy = tmp_path / "candidate.toml"
+    policy.write_text(CANDIDATE, encoding="utf-8")
+    done = run_cli("policy", "replay", str(policy), "--db", str(db))
+    assert done.returncode == 1
+    assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
+    assert not any(line.startswith("OK:") for line in done.stdout.splitlines())
+    assert "\\u001b" in done.stdout and "\\u202e" in done.stdout
