@@ -15,6 +15,7 @@ import click
 
 from supervisor.cli.output import echo_line
 from supervisor.cli.policy_doc import diff_lines, policy_diff, policy_toml
+from supervisor.cli.policy_replay import replay_command, suggest_command
 from supervisor.cli.proposals import db_option, open_ledger
 from supervisor.ledger.errors import PolicyInvalid
 from supervisor.ledger.policy import ApprovalPolicy, PolicyVersion
@@ -46,6 +47,10 @@ def _summary(version: PolicyVersion) -> str:
 @click.group()
 def policy() -> None:
     """Show, list and apply the ledger's approval policy (enforced by every process)."""
+
+
+policy.add_command(replay_command)
+policy.add_command(suggest_command)
 
 
 @policy.command("show")
