@@ -149,7 +149,10 @@ class RulesMixin(LedgerBase):
     def _as_decided(self, proposal: Proposal, outcome: RuleOutcome, *, grantable: bool) -> Proposal:
         """``proposal`` as the policy's ``outcome`` leaves it (pending unless a rule decided)."""
         decision = outcome.decision
-        update: dict[str, Any] = {"grantable": grantable, "policy_version": outcome.policy_version}
+        update: dict[str, Any] = {
+            "grantable": grantable,
+            "policy_version": outcome.policy_version or None,
+        }
         by = outcome.decided_by_rule
         if by is None:
             update["approvals_required"] = decision.approvals

@@ -11,6 +11,7 @@ condition never turns a call into an unasked one.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,14 +26,39 @@ class RuleConditionInvalid(SupervisorError, ValueError):
     code = "invalid_rule_condition"
 
 
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+
+
+def _fields_read(source: str, variable: str) -> frozenset[str] | None:
+    """The keys of ``variable`` that ``source`` reads, when it only ever reads
+    ``variable.key`` (never the map itself, a method on it or a key by index); else ``None``.
+
+    A literal string that happens to contain ``args.x`` only adds a key, and one that contains
+    a bare ``args`` only makes the whole map passed: both are safe.
+    """
+    uses = list(re.finditer(rf"(?<![\w.]){variable}\b", source))
+    fields = set()
+    for use in uses:
+        member = re.compile(rf"\s*\.\s*({_IDENT})\b(?!\s*\()").match(source, use.end())
+        if member is None:
+            return None
+        fields.add(member.group(1))
+    return frozenset(fields)
+
+
 @dataclass(frozen=True)
 class Condition:
     """A compiled CEL condition and the call variables it reads (only those are passed in:
-    handing CEL the whole call costs more than evaluating most conditions)."""
+    handing CEL the whole call costs more than evaluating most conditions).
+
+    For ``args`` and ``target`` read only as ``args.key``, only those keys are passed: a
+    browser target's nested element costs far more to hand over than the URL a rule reads.
+    """
 
     source: str
     program: Any
     variables: tuple[str, ...] = ()
+    fields: tuple[tuple[str, frozenset[str]], ...] = ()
 
     @classmethod
     def compile(cls, source: str, where: str) -> Condition:
@@ -51,14 +77,23 @@ class Condition:
                 "target, e.g. when = 'args.amount < 100 && args.path.startsWith(\"/tmp/\")'.",
                 where=where,
             ) from None
-        return cls(source, program, tuple(program.references().get("variables", ())))
+        variables = tuple(sorted(program.references().get("variables", ())))
+        fields = tuple(
+            (name, read)
+            for name in variables
+            if name in ("args", "target") and (read := _fields_read(source, name)) is not None
+        )
+        return cls(source, program, variables, fields)
 
     def holds(self, activation: dict[str, Any]) -> bool | None:
         """True or False; ``None`` when it cannot be evaluated for this call."""
+        passed = {name: activation[name] for name in self.variables if name in activation}
+        for name, read in self.fields:
+            value = passed.get(name)
+            if isinstance(value, dict):
+                passed[name] = {key: value[key] for key in read if key in value}
         try:
-            value = self.program.execute(
-                {name: activation[name] for name in self.variables if name in activation}
-            )
+            value = self.program.execute(passed)
         except (KeyError, ValueError, TypeError, RuntimeError, AttributeError):
             return None
         return value if isinstance(value, bool) else None

@@ -30,20 +30,14 @@ PAGE_SIZE = 5_000
 _COLUMNS = (
     "id", "tool_name", "arguments_json", "target_json", "domains_json", "owner", "user_id",
     "status", "created_at", "decided_at", "approver_id", "decision_reason", "supersedes_id",
-    "superseded_by_id",
+    "superseded_by_id", "decided_by_rule", "policy_version",
 )  # fmt: skip
-#: Read when the ledger's schema has them (a proposal decided by a rule of the policy).
-_OPTIONAL = ("decided_by_rule", "policy_version")
 
 
 def _statements(since: datetime | None) -> tuple[Any, Any]:
     """The first page's statement and the next pages' (after a key)."""
     table = SQLModel.metadata.tables["proposal"]
-    # Both or none: they follow the fixed columns in RecordedCall's order.
-    optional = (
-        [table.c[name] for name in _OPTIONAL] if set(_OPTIONAL) <= set(table.c.keys()) else []
-    )
-    query = sa.select(*[table.c[name] for name in _COLUMNS], *optional)
+    query = sa.select(*[table.c[name] for name in _COLUMNS])
     key = sa.tuple_(table.c.created_at, table.c.id)
     bound = sa.tuple_(
         sa.bindparam("after_at", type_=table.c.created_at.type), sa.bindparam("after_id")

@@ -106,8 +106,6 @@ def recorded_call_of(
     proposal: Proposal, *, reconciled_failed: tuple[str | None, str | None] | None = None
 ) -> RecordedCall:
     """A proposal (from ``ApprovalLedger.get`` or ``list``) as replay reads it."""
-    rule = getattr(proposal, "decided_by_rule", None)
-    version = getattr(proposal, "policy_version", None)
     return RecordedCall(
         proposal_id=proposal.proposal_id, tool=proposal.tool_name,
         arguments_json=canonical_json(proposal.arguments),
@@ -117,8 +115,7 @@ def recorded_call_of(
         decided_at=proposal.decided_at, approver_id=proposal.approver_id,
         decision_reason=proposal.decision_reason, supersedes_id=proposal.supersedes_id,
         superseded_by_id=proposal.superseded_by_id,
-        decided_by_rule=rule if isinstance(rule, str) else None,
-        policy_version=version if isinstance(version, int) else None,
+        decided_by_rule=proposal.decided_by_rule, policy_version=proposal.policy_version,
         reconciled_failed=reconciled_failed,
     )  # fmt: skip
 

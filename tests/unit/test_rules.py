@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from supervisor.rules.condition import RuleConditionInvalid
+from supervisor.rules.condition import Condition, RuleConditionInvalid
 from supervisor.rules.evaluate import RuleSet
 from supervisor.rules.examples import check_examples
 from supervisor.rules.loader import RulesInvalid, load_rules, rules_from_document
@@ -166,3 +167,36 @@ def test_a_thousand_rules_index_by_tool() -> None:
     assert len(many) == 1000
     assert many.evaluate(call("tool_737")).rule == "r737"
     assert many.evaluate(call("tool_x")).rule is None
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "args.amount < 100",
+        "has(args.missing) || args.amount > 5",
+        "size(args) == 2",
+        "args.exists(k, k == 'amount')",
+        "args['amount'] == 20",
+        "target.url.startsWith('https://shop.example/') && args.amount < 50",
+        "'args.nothing' == 'args.nothing' && args.path.startsWith('/srv/')",
+        "args.missing == 1",
+    ],
+)
+def test_a_condition_given_only_the_keys_it_reads_decides_as_with_the_whole_call(
+    source: str,
+) -> None:
+    condition = Condition.compile(source, "test")
+    call = CallFacts(
+        tool="t", arguments={"amount": 20, "path": "/srv/a"},
+        target={"url": "https://shop.example/x", "element": {"box": {"x": 1}}},
+    )  # fmt: skip
+    whole = dataclasses.replace(condition, fields=())
+    assert condition.holds(call.activation()) == whole.holds(call.activation())
+
+
+def test_only_plain_key_reads_narrow_what_a_condition_is_given() -> None:
+    assert Condition.compile("args.amount < 100 && target.url != ''", "t").fields == (
+        ("args", frozenset({"amount"})), ("target", frozenset({"url"})),
+    )  # fmt: skip
+    assert Condition.compile("args.exists(k, k == 'x')", "t").fields == ()
+    assert Condition.compile("size(args) > 1 && args.a == 1", "t").fields == ()
