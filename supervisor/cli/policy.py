@@ -109,12 +109,47 @@ def read_policy_file(path: Path) -> ApprovalPolicy:
     return ApprovalPolicy.from_toml(text, source=source)
 
 
+def _replayed_before_apply(ledger: Any, candidate: ApprovalPolicy, source: str, yes: bool) -> None:
+    """Replay FILE's rules over the ledger's history and say what they would have done; when
+    they would have allowed a call a human rejected, ask (or, without a terminal and without
+    ``--yes``, refuse) before anything is applied."""
+    from supervisor.cli.policy_replay import report_lines
+    from supervisor.rules.history import read_history
+    from supervisor.rules.replay import decided_calls, replay
+
+    report = replay(candidate.ruleset, decided_calls(read_history(ledger.repository)))
+    lines = report_lines(report, source)
+    if report.safe:  # the summary only: the counts and the verdict line
+        lines = lines[lines.index(next(line for line in lines if line.startswith("Replayed"))) :]
+    for line in lines:
+        echo_line(line)
+    if report.safe or yes:
+        return
+    if not click.get_text_stream("stdin").isatty():
+        raise SystemExit(
+            f"Not applied: {len(report.rejected_allowed)} call(s) a human rejected would be "
+            "allowed. Fix the rules, or pass --yes to apply anyway."
+        )
+    if not click.confirm("Apply it anyway?", default=False):
+        raise SystemExit("Not applied.")
+
+
 @policy.command("apply")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--reason", default=None, help="Why (stored and audited).")
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="Apply even if the replay finds rejected calls the rules would allow.",
+)
 @db_option
-def apply(file: Path, reason: str | None, db_url: str | None) -> None:
-    """Make the policy in FILE (TOML, an [approval] table) the ledger's policy.
+def apply(file: Path, reason: str | None, yes: bool, db_url: str | None) -> None:
+    """Make the policy in FILE (TOML) the ledger's policy, for every process.
+
+    FILE has an [approval] table and [[rules]] (docs/policy.md). With rules, the ledger's
+    recorded proposals are replayed first (as `policy replay` does) and the summary printed;
+    when the rules would have allowed a call a human rejected, apply asks first (without a
+    terminal it refuses unless --yes is given).
 
     \b
     [approval]
@@ -124,6 +159,11 @@ def apply(file: Path, reason: str | None, db_url: str | None) -> None:
     """
     new_policy = read_policy_file(file)
     with open_ledger(db_url, must_exist=True) as ledger:  # a policy is for an existing ledger
+        stored = ledger.current_policy()
+        if new_policy.rules and (
+            stored is None or stored.document_hash != new_policy.document_hash
+        ):
+            _replayed_before_apply(ledger, new_policy, str(file), yes)
         change = ledger.apply_policy(new_policy, reason=reason, via="cli")
     if change.version is None:
         click.echo("Unchanged: the ledger has no policy and this one has no rules.")

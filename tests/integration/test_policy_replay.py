@@ -194,3 +194,36 @@ def test_ledger_text_in_the_replay_is_escaped(tmp_path: Path) -> None:
     assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
     assert not any(line.startswith("OK:") for line in done.stdout.splitlines())
     assert "\\u001b" in done.stdout and "\\u202e" in done.stdout
+
+
+def test_apply_replays_first_and_refuses_a_policy_that_would_allow_a_rejected_call(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "ledger.db"
+    ids, calls = workload_ledger(db)
+    decided = [call for call in calls if call.then != "pending"]
+    rejected_allowed = [c for c in decided if c.then in ("reject", "reconcile_failed")
+                        and candidate_verdict(c) == "allow"]  # fmt: skip
+    assert rejected_allowed, "the candidate must allow a rejected call for this test"
+    policy = tmp_path / "candidate.toml"
+    policy.write_text(CANDIDATE, encoding="utf-8")
+
+    refused = run_cli("policy", "apply", str(policy), "--db", str(db))  # no terminal, no --yes
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert refused.stdout.startswith("!! ")  # the rejected-but-allowed calls come first
+    assert ids[rejected_allowed[0].line] in refused.stdout
+    assert f"Not applied: {len(rejected_allowed)} call(s) a human rejected" in refused.stderr
+    assert "No approval policy stored" in run_cli("policy", "show", "--db", str(db)).stdout
+
+    deny_only = tmp_path / "deny.toml"
+    deny_only.write_text("[[rules]]" + CANDIDATE.split("[[rules]]")[-1], encoding="utf-8")
+    safe = run_cli("policy", "apply", str(deny_only), "--db", str(db))
+    assert safe.returncode == 0, safe.stderr
+    assert f"Replayed {len(decided)} decided calls" in safe.stdout
+    assert "OK: no call a human rejected would be allowed." in safe.stdout
+    assert "Applied approval policy v1" in safe.stdout
+
+    forced = run_cli("policy", "apply", str(policy), "--yes", "--reason", "accepted", "--db",
+                     str(db))  # fmt: skip
+    assert forced.returncode == 0, forced.stderr
+    assert "Applied approval policy v2" in forced.stdout
