@@ -15,6 +15,7 @@ from screens.main_screen import MainScreen
 from screens.review_screen import ReviewScreen
 from supervisor.assets import asset_path
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.rules.replay import ReplayReport
 from supervisor.services.approvals import ApprovalsService
 from supervisor.services.connection import LedgerConnection
 from supervisor.services.identity import ApproverIdentity
@@ -184,3 +185,10 @@ def make_app(
         services=[approvals, traces, processes, reconciliation],
         cleanups=[control.close, *([provider.close] if provider is not None else [])],
     )
+
+
+def make_replay_app(report: ReplayReport, source: str) -> SupervisorApp:
+    """The read-only replay screen of one candidate policy (``policy replay FILE --tui``)."""
+    from screens.replay_screen import ReplayScreen
+
+    return SupervisorApp(ReplayScreen(report, source))

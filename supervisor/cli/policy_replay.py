@@ -118,8 +118,16 @@ def report_lines(report: ReplayReport, source: str) -> list[str]:
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--since", default=None, help="Only proposals since: ISO-8601 time or 30m, 2h, 7d.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option(
+    "--tui",
+    "on_screen",
+    is_flag=True,
+    help="Show the report in the terminal UI, with the verdict mix plotted over time.",
+)
 @db_option
-def replay_command(file: Path, since: str | None, as_json: bool, db_url: str | None) -> None:
+def replay_command(
+    file: Path, since: str | None, as_json: bool, on_screen: bool, db_url: str | None
+) -> None:
     """Decide the ledger's recorded proposals with the rules in FILE, before applying them.
 
     Prints first every call a human rejected (or reconciled as failed) that FILE would allow,
@@ -133,7 +141,11 @@ def replay_command(file: Path, since: str | None, as_json: bool, db_url: str | N
     rules = load_rules(file)
     start = since_option(since)
     report = replay(rules, load_history(db_url, start))
-    if as_json:
+    if on_screen:
+        from supervisor.cli.tui import open_replay
+
+        open_replay(report, str(file))
+    elif as_json:
         echo_json({"policy": str(file), "since": start.isoformat() if start else None,
                    **report.to_json()})  # fmt: skip
     else:

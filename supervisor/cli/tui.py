@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import click
+
+if TYPE_CHECKING:
+    from supervisor.rules.replay import ReplayReport
 
 
 class _RunnableApp(Protocol):
@@ -44,6 +47,13 @@ def open_tui(db_url: str | None = None) -> None:
     from supervisor.services.settings import SupervisorSettings
 
     run_app(make_app(SupervisorSettings(db_url=ledger_url(db_url))))
+
+
+def open_replay(report: ReplayReport, source: str) -> None:
+    """Show a policy replay report on screen (``supervisor policy replay FILE --tui``)."""
+    from screens.app import make_replay_app
+
+    run_app(make_replay_app(report, source))
 
 
 def open_review(source: str) -> None:
