@@ -72,7 +72,7 @@ class MainScreen(GrantActions, ProcessActions, ReconcileActions):
         Binding("e", "edit", "Edit", id="edit"),
         Binding("x", "extend", "Extend", id="extend"),
         Binding("b", "batch_approve", "Batch", id="batch-approve"),
-        Binding("g", "approve_similar", "Allow similar", id="approve-similar"),
+        Binding("g", "approve_similar", "Similar", id="approve-similar"),
         Binding("G", "grants_view", "Grants", id="grants-view"),
         # Shown only while a call that stopped mid-call awaits a human's finding.
         Binding("n", "reconcile_view", "Reconcile", id="reconcile-view"),
@@ -130,7 +130,8 @@ class MainScreen(GrantActions, ProcessActions, ReconcileActions):
                 yield Static("Live trace — all agents", classes="pane-title", id="trace-title")
                 yield TraceView(id="trace")
             yield DetailPane(self.settings.high_risk_domains, id="detail")
-        yield Footer()
+        # Compact: every key of the screen fits on a 160-column terminal.
+        yield Footer(compact=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "clear_trace_filter":
