@@ -197,7 +197,8 @@ class GrantDialog(ModalScreen[GrantRequest | None]):
         elif not matched:
             text = "No other pending proposal matches this grant."
         else:
-            lines = [f"{count} other pending proposal{'s' if count != 1 else ''} match:"]
+            many = count != 1
+            lines = [f"{count} other pending proposal{'s match' if many else ' matches'}:"]
             lines.extend(
                 escaped(f"  {p.proposal_id[:12]}  {p.owner or '-'}  {_compact(p.arguments)}")
                 for p in self.matched[:LISTED]

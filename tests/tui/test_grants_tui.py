@@ -104,7 +104,9 @@ async def test_batch_by_template_approves_exactly_the_listed_proposals(
     notes = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
-        await wait_for(pilot, lambda: screen.guard is not None and len(screen.approvals.pending()) == 5)
+        await wait_for(
+            pilot, lambda: screen.guard is not None and len(screen.approvals.pending()) == 5
+        )
         assert screen.selected is not None and screen.selected.proposal_id == source
         await pilot.press("g")
         await wait_for(pilot, lambda: isinstance(app.screen, GrantDialog))
@@ -219,7 +221,9 @@ async def test_hostile_argument_text_is_shown_literally_in_the_dialog_and_the_gr
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: len(ledger.grants()) == 1)
         (grant,) = ledger.grants()
-        assert grant.arguments["path"] == {"prefix": "/srv/\x1b[2J[bold]/"}  # the raw value, unescaped
+        assert grant.arguments["path"] == {
+            "prefix": "/srv/\x1b[2J[bold]/"
+        }  # the raw value, unescaped
         assert ledger.get(source.proposal_id).status is ProposalStatus.APPROVED
         await wait_for(pilot, lambda: app.screen is screen)
         await pilot.press("G")
