@@ -18,6 +18,7 @@ from supervisor.ledger.service import ApprovalLedger
 from supervisor.rules.replay import ReplayReport
 from supervisor.services.approvals import ApprovalsService
 from supervisor.services.connection import LedgerConnection
+from supervisor.services.grants import GrantsService
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.process_control import ProcessControl
 from supervisor.services.processes import ProcessesService
@@ -32,6 +33,8 @@ from supervisor.store.provider import SQLModelProvider
 MAIN_COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("approve", "Approve proposal", "Approve the selected pending proposal"),
     ("batch_approve", "Batch approve identical", "Approve every pending twin (tool + args hash)"),
+    ("approve_similar", "Approve and allow similar", "Approve and grant similar calls for a while"),
+    ("grants_view", "Grants", "List, and revoke, what allow-similar grants allow"),
     ("reject", "Reject proposal", "Reject the selected proposal with a reason"),
     ("cancel_proposal", "Cancel proposal", "Withdraw the selected proposal"),
     ("edit", "Edit arguments", "Supersede the selected proposal with edited arguments"),
@@ -164,6 +167,7 @@ def make_app(
     # as needs_reconciliation without anyone asking.
     reconciliation = ReconciliationService(ledger, identity, connection=connection)
     traces = TracesService(ledger, settings, connection=connection)
+    grants = GrantsService(approvals)
     processes = ProcessesService(
         ledger, settings, pending=approvals.pending, trace=traces.events, connection=connection
     )
@@ -179,10 +183,11 @@ def make_app(
         settings=settings,
         connection=connection,
         reconciliation=reconciliation,
+        grants=grants,
     )
     return SupervisorApp(
         main,
-        services=[approvals, traces, processes, reconciliation],
+        services=[approvals, grants, traces, processes, reconciliation],
         cleanups=[control.close, *([provider.close] if provider is not None else [])],
     )
 

@@ -7,7 +7,6 @@ needs in a dialog, then runs the ledger call in a thread worker that posts
 
 from __future__ import annotations
 
-from datetime import datetime
 from time import monotonic
 from typing import Any, assert_never
 
@@ -16,7 +15,18 @@ from textual.screen import Screen
 
 from screens.blob_screen import BlobScreen
 from screens.confirm_dialog import ConfirmDialog
-from screens.decisions import Approve, BatchApprove, Cancel, Decision, Edit, Extend, Reject
+from screens.decisions import (
+    Approve,
+    ApproveSimilar,
+    BatchApprove,
+    Cancel,
+    Decision,
+    Edit,
+    Extend,
+    Reject,
+    conflict_message,
+    similar_detail,
+)
 from screens.edit_arguments_screen import EditArgumentsScreen, diff_text
 from screens.literal import escaped
 from screens.messages import DecisionFailed, ProposalDecided, ResumeStarted
@@ -27,8 +37,9 @@ from screens.widgets.detail.detail_pane import DetailPane
 from screens.widgets.inbox.inbox_pane import InboxPane
 from supervisor.errors import SupervisorError
 from supervisor.ledger.errors import ApprovalAlreadyDecided
-from supervisor.ledger.models import Proposal
+from supervisor.ledger.models import Proposal, ProposalStatus
 from supervisor.services.approvals import ApprovalsService
+from supervisor.services.grants import GrantsService
 from supervisor.services.guard import RenderedGuard
 from supervisor.services.process_control import ProcessControl
 from supervisor.services.results import ResultsService
@@ -37,24 +48,22 @@ from supervisor.services.settings import SupervisorSettings
 
 PROPOSAL_ACTIONS = frozenset(
     {"approve", "approve_and_resume", "reject", "cancel_proposal", "edit", "extend",
-     "batch_approve"}
+     "batch_approve", "approve_similar"}
 )  # fmt: skip
 
 
-def conflict_message(error: ApprovalAlreadyDecided) -> str:
-    """``Already approved by alice@host at 12:00:03 UTC`` for the loser of a race."""
-    when = f"{error.at:%Y-%m-%d %H:%M:%S} UTC" if isinstance(error.at, datetime) else "?"
-    return f"Already {escaped(error.status)} by {escaped(error.by or 'the ledger')} at {when}."
+_PENDING = ProposalStatus.PENDING
 
 
 class DecisionActions(Screen[None]):
     """The decision half of the main screen.
 
     The screen that mixes it in sets :attr:`process_control` (approve and resume spawns
-    ``supervisor resume`` through it).
+    ``supervisor resume`` through it) and :attr:`grants` (approve and allow similar).
     """
 
     process_control: ProcessControl
+    grants: GrantsService | None = None
 
     def __init__(
         self,
@@ -293,8 +302,17 @@ class DecisionActions(Screen[None]):
                         self.process_control.check_resume(decision.proposal_id)
                     decided = [service.approve(decision.proposal_id, decision.guard)]
                     self.post_message(ProposalDecided(decision, decided))
-                    if decision.resume:
+                    # A quorum vote that leaves it pending has nothing to resume yet.
+                    if decision.resume and decided[0].status is ProposalStatus.APPROVED:
                         self.start_resume(decision)
+                case ApproveSimilar():
+                    assert self.grants is not None, "the grant key is shown only with grants"
+                    similar = self.grants.approve_similar(decision.request, decision.guard)
+                    self.post_message(
+                        ProposalDecided(
+                            decision, [similar.proposal, *similar.approved], similar_detail(similar)
+                        )
+                    )
                 case BatchApprove():
                     batch = service.approve_batch(list(decision.ids), decision.guard)
                     lost = "; ".join(
@@ -355,6 +373,14 @@ class DecisionActions(Screen[None]):
     follow_edit: str | None = None
 
     def on_proposal_decided(self, message: ProposalDecided) -> None:
+        voted = message.proposals[0] if message.proposals else None
+        if isinstance(message.decision, Approve) and voted and voted.status is _PENDING:
+            self.notify(
+                f"{voted.quorum or 'Your approval'} recorded for {escaped(voted.tool_name)}; "
+                "another approver must approve before it runs.",
+                title="Quorum vote recorded",
+            )
+            return
         if isinstance(message.decision, Edit) and message.proposals:
             self.follow_edit = message.proposals[0].proposal_id
             self.move_to_followed()

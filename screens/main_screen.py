@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
-from screens.decision_actions import DecisionActions
+from screens.grant_actions import GrantActions
 from screens.literal import escaped, literal
 from screens.messages import (
     ArgumentsRendered,
@@ -40,6 +40,7 @@ from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import AuditRecord, Proposal, TraceEvent
 from supervisor.services.approvals import ApprovalsService, InboxChange
 from supervisor.services.connection import ConnectionStatus, LedgerConnection
+from supervisor.services.grants import GrantsService
 from supervisor.services.guard import RenderGuardMissing
 from supervisor.services.process_control import ProcessControl
 from supervisor.services.processes import ProcessesService, ProcessRow, trace_filter_for
@@ -56,10 +57,11 @@ DECIDED = {
     "revoke": "revoked",
     "edit": "edited",
     "expire": "expired",
+    "approve_vote": "voted to approve",
 }
 
 
-class MainScreen(DecisionActions, ProcessActions, ReconcileActions):
+class MainScreen(GrantActions, ProcessActions, ReconcileActions):
     """Watch and steer: everything a supervisor needs on one screen."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -70,6 +72,8 @@ class MainScreen(DecisionActions, ProcessActions, ReconcileActions):
         Binding("e", "edit", "Edit", id="edit"),
         Binding("x", "extend", "Extend", id="extend"),
         Binding("b", "batch_approve", "Batch", id="batch-approve"),
+        Binding("g", "approve_similar", "Similar", id="approve-similar"),
+        Binding("G", "grants_view", "Grants", id="grants-view"),
         # Shown only while a call that stopped mid-call awaits a human's finding.
         Binding("n", "reconcile_view", "Reconcile", id="reconcile-view"),
         Binding("o", "open_blob", "Result", id="open-blob"),
@@ -99,9 +103,11 @@ class MainScreen(DecisionActions, ProcessActions, ReconcileActions):
         settings: SupervisorSettings,
         connection: LedgerConnection | None = None,
         reconciliation: ReconciliationService | None = None,
+        grants: GrantsService | None = None,
     ) -> None:
         super().__init__(approvals=approvals, results=results, settings=settings)
         self.reconciliation = reconciliation
+        self.grants = grants
         self.connection = connection or approvals.connection
         self.traces = traces
         self.processes = processes
@@ -124,7 +130,8 @@ class MainScreen(DecisionActions, ProcessActions, ReconcileActions):
                 yield Static("Live trace — all agents", classes="pane-title", id="trace-title")
                 yield TraceView(id="trace")
             yield DetailPane(self.settings.high_risk_domains, id="detail")
-        yield Footer()
+        # Compact: every key of the screen fits on a 160-column terminal.
+        yield Footer(compact=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "clear_trace_filter":

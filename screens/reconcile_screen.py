@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
-from screens.decision_actions import conflict_message
+from screens.decisions import conflict_message
 from screens.literal import escaped, literal
 from screens.messages import ReconciliationChanged
 from screens.reason_dialog import ReasonDialog

@@ -26,7 +26,9 @@ from supervisor.services.listeners import Listeners
 from supervisor.services.rendering import render_arguments, rendered_digest
 from supervisor.services.settings import SupervisorSettings
 
-DECISION_ACTIONS = frozenset({"approve", "reject", "cancel", "revoke", "edit", "expire"})
+DECISION_ACTIONS = frozenset(
+    {"approve", "approve_vote", "reject", "cancel", "revoke", "edit", "expire"}
+)
 _PAGE = 1000
 #: How often the feed thread re-checks which pending proposals lost their waiting process
 #: (a death writes nothing to the feed: only a lease running out tells).
@@ -44,6 +46,7 @@ class InboxChange:
         loaded: True once the initial pending set is complete.
         orphaned: The pending proposals whose waiting process is gone, when that set changed
             (``None``: unchanged).
+        grants: Records about grants (made, revoked, or a call one allowed).
     """
 
     upserted: tuple[Proposal, ...] = ()
@@ -51,6 +54,7 @@ class InboxChange:
     decisions: tuple[AuditRecord, ...] = ()
     loaded: bool = True
     orphaned: frozenset[str] | None = None
+    grants: tuple[AuditRecord, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -215,7 +219,12 @@ class ApprovalsService:
             return None
         subjects: dict[str, None] = {}
         decisions: list[AuditRecord] = []
+        grants: list[AuditRecord] = []
         for record in records:
+            if record.subject.startswith("grant:") or "grant_id" in record.payload:
+                grants.append(record)
+            if record.subject.startswith("grant:"):
+                continue  # a grant, not a proposal
             subjects[record.subject] = None
             if record.action in DECISION_ACTIONS:
                 decisions.append(record)
@@ -240,8 +249,10 @@ class ApprovalsService:
             for proposal_id in removed:
                 self._pending.pop(proposal_id, None)
                 self._guards.pop(proposal_id, None)
-        change = InboxChange(tuple(upserted), tuple(removed), tuple(decisions), self._loaded)
-        if upserted or removed or decisions:
+        change = InboxChange(
+            tuple(upserted), tuple(removed), tuple(decisions), self._loaded, grants=tuple(grants)
+        )
+        if upserted or removed or decisions or grants:
             self._publish(change)
         return change
 
@@ -360,7 +371,12 @@ class ApprovalsService:
         with self._lock:
             return proposal_id in self._guards
 
-    def _check_guard(self, proposal: Proposal, guard: RenderedGuard | None) -> None:
+    def check_guard(self, proposal: Proposal, guard: RenderedGuard | None) -> None:
+        """Refuse unless ``guard`` was issued here for exactly ``proposal``'s arguments.
+
+        Raises:
+            RenderGuardMissing: No valid guard for this proposal and args hash.
+        """
         with self._lock:
             issued = self._guards.get(guard.proposal_id) if guard else None
         if guard is None or issued is None or issued.token != guard.token:
@@ -385,7 +401,7 @@ class ApprovalsService:
             ApprovalExpired, ProposalNotFound, SelfApprovalForbidden, ApproverNotAllowed.
         """
         proposal = self.ledger.get(proposal_id)
-        self._check_guard(proposal, guard)
+        self.check_guard(proposal, guard)
         return self.ledger.approve(proposal_id, self.identity.approver_id, reason, **self._kwargs())
 
     def approve_batch(
@@ -395,7 +411,7 @@ class ApprovalsService:
         if guard is None:
             raise RenderGuardMissing(proposal_ids[0], "the arguments were not rendered yet")
         # One check for the batch: approving the first twin must not void the others' guard.
-        self._check_guard(self.ledger.get(guard.proposal_id), guard)
+        self.check_guard(self.ledger.get(guard.proposal_id), guard)
         twins = [self.ledger.get(proposal_id) for proposal_id in proposal_ids]
         for twin in twins:
             if twin.args_hash != guard.args_hash:
@@ -452,7 +468,7 @@ class ApprovalsService:
     ) -> EditResult:
         """Supersede a pending proposal with new arguments (the new one needs approval)."""
         old = self.ledger.get(proposal_id)
-        self._check_guard(old, guard)
+        self.check_guard(old, guard)
         new = self.ledger.edit(
             proposal_id, dict(new_arguments), self.identity.approver_id, reason, **self._kwargs()
         )

@@ -139,6 +139,9 @@ class DetailPane(Vertical):
             f"at          {_when(event.at)}",
             f"reason code {event.reason_code or '-'}",
         ]
+        decided_by = event.payload.get("decided_by")
+        if decided_by is not None:  # a rule or grant of the stored policy decided the call
+            fields.append(f"decided by  {decided_by}")
         self.query_one("#detail-fields", Static).update(Text(_escaped_lines(fields)))
         pointer = "" if not event.blob_ref else f"result offloaded: {event.blob_ref}  (o: open)"
         self.query_one("#detail-blob", Static).update(literal(pointer))
@@ -189,8 +192,13 @@ class DetailPane(Vertical):
             rows.append(f"supersedes  {proposal.supersedes_id}")
         if proposal.superseded_by_id:
             rows.append(f"superseded by {proposal.superseded_by_id}")
-        if proposal.approver_id:
+        if proposal.decided_by_rule is not None:  # the stored policy decided, not a person
+            rows.append(f"decided     by {proposal.decided_by} at {_when(proposal.decided_at)}")
+        elif proposal.approver_id:
             rows.append(f"decided     by {proposal.approver_id} at {_when(proposal.decided_at)}")
+        if proposal.quorum is not None:
+            voters = ", ".join(vote.identity for vote in proposal.approvals) or "none yet"
+            rows.append(f"quorum      {proposal.quorum} ({voters})")
         if self.waiter is not None:
             orphaned = self.waiter.orphans(proposal)
             rows.append(f"{'ORPHANED   ' if orphaned else 'waiter     '} {self.waiter.describe()}")

@@ -21,6 +21,13 @@ from supervisor.services.risk import risk_label
 ORPHAN_BADGE = "orphan: "
 
 
+def quorum_badge(proposal: Proposal) -> str:
+    """``1/2 `` before the tool of a proposal that needs several approvers (votes so far)."""
+    if proposal.approvals_required <= 1:
+        return ""
+    return f"{len(proposal.approvals)}/{proposal.approvals_required} "
+
+
 def format_countdown(expires_at: datetime, now: datetime) -> str:
     """``1h 02m``, ``4m 09s``, ``12s`` or ``expired``."""
     seconds = int((expires_at - now).total_seconds())
@@ -82,7 +89,7 @@ class InboxPane(Vertical):
     def _static_cells(self, proposal: Proposal) -> tuple[str, ...]:
         orphan = ORPHAN_BADGE if proposal.proposal_id in self.orphaned else ""
         return (
-            orphan + visible_escapes(proposal.tool_name),
+            orphan + quorum_badge(proposal) + visible_escapes(proposal.tool_name),
             visible_escapes(proposal.owner or "-"),
             visible_escapes(proposal.thread_id or "-"),
             visible_escapes(",".join(proposal.domains) or "-"),

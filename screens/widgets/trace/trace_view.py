@@ -44,9 +44,11 @@ def _event_text(event: TraceEvent) -> str:
     moment = event.at.strftime("%H:%M:%S")
     status = event.outcome_status or ""
     blob = " [blob]" if event.blob_ref else ""
+    decided_by = event.payload.get("decided_by")
+    by = f" by {decided_by}" if decided_by is not None else ""
     text = (
         f"{moment} {event.agent_id or '-':<14.14} {event.kind:<12.12} "
-        f"{event.tool or '':<18.18} {status:<10.10} {event.reason_code or ''}{blob}"
+        f"{event.tool or '':<18.18} {status:<10.10} {event.reason_code or ''}{by}{blob}"
     )
     return visible_escapes(text)
 
