@@ -241,18 +241,7 @@ class RulesMixin(LedgerBase):
         reason: str | None,
         now: datetime,
     ) -> Grant:
-        if not proposal.grantable:
-            raise GrantRefused(
-                proposal.proposal_id,
-                f"{proposal.tool_name} is marked never-grantable (secret reads, egress): "
-                "approve each call on its own",
-            )
-        if not 0 < seconds <= MAX_GRANT_SECONDS or max_uses < 1:
-            raise GrantRefused(
-                proposal.proposal_id,
-                f"a grant lasts 1 s to {MAX_GRANT_SECONDS / 86400:.0f} days and allows at "
-                "least one use",
-            )
+        check_grantable(proposal, seconds=seconds, max_uses=max_uses)
         grant = Grant(
             grant_id=uuid.uuid4().hex, tool_name=proposal.tool_name,
             schema_hash=proposal.tool_schema_hash,
@@ -328,6 +317,26 @@ class RulesMixin(LedgerBase):
         """
         with self.repository.read() as tx:
             return _load_grant(tx, grant_id)
+
+
+def check_grantable(proposal: Proposal, *, seconds: float, max_uses: int) -> None:
+    """Refuse a grant from ``proposal`` before anything changes.
+
+    Raises:
+        GrantRefused: A never-grantable tool, a quorum proposal (a grant would stand in for
+            its approvers), or a lifetime or use cap out of range.
+    """
+    why = None
+    if not proposal.grantable:
+        why = (f"{proposal.tool_name} is marked never-grantable (secret reads, egress): "
+               "approve each call on its own")  # fmt: skip
+    elif proposal.approvals_required > 1:
+        why = f"it needs {proposal.approvals_required} approvers; a grant cannot stand in for them"
+    elif not 0 < seconds <= MAX_GRANT_SECONDS or max_uses < 1:
+        why = (f"a grant lasts 1 s to {MAX_GRANT_SECONDS / 86400:.0f} days and allows at least "
+               "one use")  # fmt: skip
+    if why is not None:
+        raise GrantRefused(proposal.proposal_id, why)
 
 
 def _load_grant(tx: LedgerTx, grant_id: str) -> Grant:

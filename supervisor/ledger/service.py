@@ -19,10 +19,9 @@ from supervisor.canonical import args_hash as compute_args_hash
 from supervisor.canonical import normalise
 from supervisor.ledger.amend import AmendMixin
 from supervisor.ledger.base import LedgerBase, validated_arguments
-from supervisor.ledger.decide import RulesMixin
+from supervisor.ledger.decide import RulesMixin, check_grantable
 from supervisor.ledger.errors import (
     ApprovalExpired,
-    GrantRefused,
     LedgerError,
 )
 from supervisor.ledger.execution import ExecutionMixin
@@ -348,6 +347,7 @@ class ApprovalLedger(
         max_uses: int = DEFAULT_GRANT_USES,
         any_agent: bool = False,
         reason: str | None = None,
+        context: ApproverContext | None = None,
         via: Via | None = None,
     ) -> tuple[Proposal, Grant]:
         """Approve a pending proposal and grant similar calls for a while ("allow similar").
@@ -359,16 +359,15 @@ class ApprovalLedger(
         policy applies to the grant as to the approval.
 
         Raises:
-            GrantRefused: The tool is never-grantable, or the lifetime or cap is out of range.
+            GrantRefused: The tool is never-grantable, the proposal needs a quorum, or the
+                lifetime or cap is out of range.
             GrantInvalid: A pattern is malformed or does not match the call.
             Everything :meth:`approve` raises.
         """
         current = self.get(proposal_id)
         check_patterns(patterns or {}, current.arguments)  # refuse before approving anything
-        if not current.grantable:
-            raise GrantRefused(proposal_id, f"{current.tool_name} is marked never-grantable "
-                               "(secret reads, egress): approve each call on its own")  # fmt: skip
-        approved = self.approve(proposal_id, approver_id, reason, via=via)
+        check_grantable(current, seconds=seconds, max_uses=max_uses)
+        approved = self.approve(proposal_id, approver_id, reason, context=context, via=via)
         identity = EnvironmentIdentity.current()
         with self.repository.write() as tx:
             self._check_grant(tx, approved, identity, approver_id, approving=False)

@@ -22,8 +22,9 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from supervisor.errors import SupervisorError
+from supervisor.ledger.decide import check_grantable
 from supervisor.ledger.errors import GrantRefused, LedgerError
-from supervisor.ledger.grants import MAX_GRANT_SECONDS, Grant, target_hash
+from supervisor.ledger.grants import Grant, target_hash
 from supervisor.ledger.models import Proposal, ProposalStatus
 from supervisor.rules.grants import GrantInvalid, check_patterns, grant_matches
 from supervisor.services.approvals import ApprovalsService, InboxChange
@@ -305,18 +306,13 @@ class GrantsService:
         refusal = grant_refusal(proposal)
         if refusal is not None:
             raise refusal
-        if not 0 < request.seconds <= MAX_GRANT_SECONDS or request.max_uses < 1:
-            raise GrantRefused(
-                proposal.proposal_id,
-                f"a grant lasts 1 s to {MAX_GRANT_SECONDS / 86400:.0f} days and allows at "
-                "least one use",
-            )
+        check_grantable(proposal, seconds=request.seconds, max_uses=request.max_uses)
         checked = check_patterns(request.patterns, proposal.arguments)
         context = self.identity.context
         approved, grant = self.ledger.approve_similar(
             proposal.proposal_id, self.identity.approver_id, patterns=request.patterns,
             seconds=request.seconds, max_uses=request.max_uses, any_agent=request.any_agent,
-            reason=request.reason, via=context.via,
+            reason=request.reason, context=context, via=context.via,
         )  # fmt: skip
         others: list[Proposal] = []
         failed: list[SupervisorError] = []

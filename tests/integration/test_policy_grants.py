@@ -133,7 +133,11 @@ def test_bad_patterns_are_refused_before_anything_is_approved(ledger: ApprovalLe
                      {"path": {"glob": "*"}}):  # fmt: skip
         with pytest.raises(GrantInvalid):
             ledger.approve_similar(first.proposal_id, "operator", patterns=patterns)
+    for limits in ({"seconds": 0}, {"seconds": 8 * 86400}, {"max_uses": 0}):
+        with pytest.raises(GrantRefused):
+            ledger.approve_similar(first.proposal_id, "operator", **limits)  # type: ignore[arg-type]
     assert ledger.get(first.proposal_id).status is ProposalStatus.PENDING
+    assert ledger.grants() == []
 
 
 def test_a_deny_rule_beats_a_grant(ledger: ApprovalLedger) -> None:
