@@ -13,6 +13,7 @@ domains = ["billing"]                   # optional: the tool has any of them
 agents = ["billing-*"]                  # optional: the proposing agent (globs)
 users = ["*@example.com"]               # optional: on whose behalf (globs)
 target = { backend = "local" }          # optional: execution-target keys that must be equal
+sites = ["shop.example.com"]            # optional: browser actions on (or navigating to) these
 when = "args.amount < 100"              # optional CEL over args, tool, domains, agent, user, target
 # approvals = 2                         # ask rules only: a quorum of distinct approvers
 
@@ -35,7 +36,7 @@ from supervisor.rules.model import VERDICTS, CallFacts, Example, Match, Rule, Ve
 
 _RULE_KEYS = frozenset(
     {"name", "verdict", "reason", "tool", "domains", "agents", "users", "target", "when",
-     "examples", "approvals"}
+     "examples", "approvals", "sites"}
 )  # fmt: skip
 _EXAMPLE_KEYS = frozenset(
     {"tool", "arguments", "domains", "agent", "user", "target", "read_only", "expect"}
@@ -67,6 +68,20 @@ def _table(where: str, key: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise RulesInvalid(where, f"`{key}` must be a table")
     return value
+
+
+def _sites(where: str, value: Any) -> tuple[str, ...]:
+    """Browser domain patterns, each parsed now so a typo is an error, not a rule that never
+    matches."""
+    from sandboxes.browser.policy import DomainPattern
+
+    sites = _strings(where, "sites", value)
+    for site in sites:
+        try:
+            DomainPattern.parse(site)
+        except ValueError as error:
+            raise RulesInvalid(where, f"`sites`: {error}") from None
+    return sites
 
 
 def _verdict(where: str, key: str, value: Any) -> Verdict:
@@ -122,6 +137,7 @@ def _rule(index: int, raw: Any) -> tuple[Rule, Condition | None]:
         agents=_strings(where, "agents", data.get("agents", [])),
         users=_strings(where, "users", data.get("users", [])),
         target=_table(where, "target", data.get("target", {})),
+        sites=_sites(where, data.get("sites", [])),
     )
     when = data.get("when")
     if when is not None and (not isinstance(when, str) or not when.strip()):

@@ -7,7 +7,10 @@ import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from sandboxes.browser.policy import DomainPattern
 
 Verdict = Literal["allow", "ask", "deny"]
 VERDICTS: tuple[Verdict, ...] = ("allow", "ask", "deny")
@@ -67,7 +70,9 @@ class Match:
     """Which calls a rule is about; every field given must hold (an empty field matches all).
 
     ``tools``, ``agents`` and ``users`` are globs (``fnmatch``, case-sensitive); ``domains``
-    matches when the tool has any of them; ``target`` when every key given equals the call's.
+    matches when the tool has any of them; ``target`` when every key given equals the call's;
+    ``sites`` (browser domain patterns: ``host``, ``*.host``, ``host:port``,
+    ``scheme://host``) when the URL the action is about (:func:`site_url`) is inside one.
     """
 
     tools: tuple[str, ...] = ()
@@ -75,6 +80,7 @@ class Match:
     agents: tuple[str, ...] = ()
     users: tuple[str, ...] = ()
     target: dict[str, Any] = field(default_factory=dict)
+    sites: tuple[str, ...] = ()
 
     def holds(self, call: CallFacts) -> bool:
         if not _globs_match(self.tools, call.tool) or not _globs_match(self.agents, call.agent):
@@ -83,7 +89,31 @@ class Match:
             return False
         if self.domains and not any(domain in call.domains for domain in self.domains):
             return False
-        return all(call.target.get(key) == value for key, value in self.target.items())
+        if not all(call.target.get(key) == value for key, value in self.target.items()):
+            return False
+        return not self.sites or _on_site(self.sites, call)
+
+
+def site_url(call: CallFacts) -> str | None:
+    """The URL a browser action is about: a navigation's target, else the tab's page."""
+    for url in (call.arguments.get("target_url"), call.target.get("url")):
+        if isinstance(url, str) and url:
+            return url
+    return None
+
+
+def _on_site(sites: tuple[str, ...], call: CallFacts) -> bool:
+    """The call's site URL is inside one of ``sites`` (the worker's own domain patterns,
+    read by the parser the browser uses, so a rule and the browser see one origin)."""
+    url = site_url(call)
+    return url is not None and any(_site_pattern(site).matches(url) for site in sites)
+
+
+@functools.lru_cache(maxsize=1024)
+def _site_pattern(site: str) -> DomainPattern:
+    from sandboxes.browser.policy import DomainPattern
+
+    return DomainPattern.parse(site)
 
 
 @dataclass(frozen=True)

@@ -329,22 +329,22 @@ def test_the_ledgers_rules_decide_browser_actions_without_asking(
     """One policy, applied through the CLI, allows the navigation and the typing and denies the
     submit: nothing reaches the reviewer (who would reject everything), every decision is a
     recorded proposal naming its rule, and the model is told the deny rule's reason."""
-    policy = tmp_path / "policy.toml"
-    policy.write_text(
-        '[[rules]]\nname = "browse the site"\nverdict = "allow"\nreason = "Reading is fine"\n'
-        'tool = ["browser.navigate", "browser.input"]\n\n'
-        '[[rules]]\nname = "no submits"\nverdict = "deny"\nreason = "Agents do not submit forms"\n'
-        'tool = "browser.click"\n',
-        encoding="utf-8",
-    )
-    provider.ledger.head()  # the ledger exists before a policy is applied to it
-    applied = run_cli("policy", "apply", str(policy), "--db", provider.url)
-    assert applied.returncode == 0, applied.stderr
 
     def nobody_is_asked(proposal: Proposal) -> Verdict:
         return ("reject", "the reviewer was asked")
 
     with BrowserSite() as site:
+        policy = tmp_path / "policy.toml"
+        policy.write_text(
+            '[[rules]]\nname = "browse the site"\nverdict = "allow"\nreason = "Reading is fine"\n'
+            f'tool = ["browser.navigate", "browser.input"]\nsites = ["127.0.0.1:{site.port}"]\n\n'
+            '[[rules]]\nname = "no submits"\nverdict = "deny"\n'
+            'reason = "Agents do not submit forms"\ntool = "browser.click"\n',
+            encoding="utf-8",
+        )
+        provider.ledger.head()  # the ledger exists before a policy is applied to it
+        applied = run_cli("policy", "apply", str(policy), "--db", provider.url)
+        assert applied.returncode == 0, applied.stderr
         plan = Plan(
             [
                 lambda page: {"navigate": {"url": site.url("/")}},

@@ -200,3 +200,26 @@ def test_only_plain_key_reads_narrow_what_a_condition_is_given() -> None:
     )  # fmt: skip
     assert Condition.compile("args.exists(k, k == 'x')", "t").fields == ()
     assert Condition.compile("size(args) > 1 && args.a == 1", "t").fields == ()
+
+
+def test_sites_match_the_url_a_browser_action_is_about_as_the_browser_reads_it() -> None:
+    rules = rules_from_document({"rules": [
+        {"name": "shop", "verdict": "allow", "reason": "r", "tool": "browser.*",
+         "sites": ["*.example.com"]},
+        {"name": "admin", "verdict": "deny", "reason": "no", "tool": "browser.*",
+         "sites": ["https://admin.example.com"]},
+    ]})  # fmt: skip
+
+    def on(page: str, **arguments: Any) -> str:
+        call = CallFacts(tool="browser.click", arguments=arguments, target={"url": page})
+        return rules.evaluate(call).verdict
+
+    assert on("https://shop.example.com/cart") == "allow"
+    assert on("https://example.com.evil.io/") == "ask"
+    assert on("https://shop.example.com\\@evil.io/") == "ask"  # reads two ways: never allowed
+    assert on("https://admin.example.com/users") == "deny"
+    assert on("https://evil.io/", target_url="https://shop.example.com/") == "allow"
+    assert on("https://shop.example.com/", target_url="https://evil.io/") == "ask"
+    with pytest.raises(RulesInvalid, match="not a domain pattern"):
+        rules_from_document({"rules": [{"name": "x", "verdict": "allow", "reason": "r",
+                                        "sites": ["https://shop.example.com/path"]}]})  # fmt: skip
