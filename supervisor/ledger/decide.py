@@ -43,6 +43,7 @@ from supervisor.ledger.models import (
     QuorumVote,
     Via,
 )
+from supervisor.ledger.trail import quorum_person
 from supervisor.rules.evaluate import Decision
 from supervisor.rules.grants import check_patterns, grant_matches
 from supervisor.rules.model import CallFacts
@@ -194,12 +195,15 @@ class RulesMixin(LedgerBase):
     def _quorum_short(proposal: Proposal, identity: EnvironmentIdentity) -> bool:
         """True when this approval is a vote that does not complete the proposal's quorum.
 
+        Approvers are distinct OS users: the same user on another host is the same approver.
+
         Raises:
-            QuorumVoteRepeated: This identity already approved it.
+            QuorumVoteRepeated: This OS user already approved it.
         """
         if proposal.approvals_required <= 1:
             return False
-        if any(vote.identity == str(identity) for vote in proposal.approvals):
+        if any(quorum_person(vote.identity) == quorum_person(str(identity))
+               for vote in proposal.approvals):  # fmt: skip
             raise QuorumVoteRepeated(proposal.proposal_id, str(identity), proposal.quorum or "")
         return len(proposal.approvals) + 1 < proposal.approvals_required
 

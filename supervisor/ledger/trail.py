@@ -89,6 +89,12 @@ BOUND_FIELDS: tuple[BoundField, ...] = tuple(_BOUND)
 """The proposal fields a propose record binds (besides tool, args hash and expiry)."""
 
 
+def quorum_person(identity: str) -> str:
+    """The OS user of an identity (``user@host`` -> ``user``, casefolded): quorum approvers must
+    be distinct users, not the same user on two hosts."""
+    return identity.rpartition("@")[0].casefold() if "@" in identity else identity.casefold()
+
+
 def bound_fields(proposal: Proposal) -> dict[BoundField, str | None]:
     """The row's values of :data:`BOUND_FIELDS`, in the form the trail holds them."""
     return {key: _shown(value(proposal)) for key, value in _BOUND.items()}
@@ -209,13 +215,13 @@ class Trail:
 
     def _vote(self, record: AuditRecord) -> None:
         """One approval of a quorum proposal that leaves it pending."""
-        identity = _text(record.payload.get("identity"))
+        identity = quorum_person(_text(record.payload.get("identity")) or "") or None
         if self.status is not _S.PENDING or self.approvals_required <= 1:
             self._refuse(record, "a quorum vote on a proposal that was not awaiting one")
         elif record.payload.get("args_hash") != self.args_hash:
             self._refuse(record, "voted on a different args hash than proposed")
         elif identity is None or identity in self.voters:
-            self._refuse(record, "a second vote by the same identity")
+            self._refuse(record, "a second vote by the same OS user")
         else:
             self.voters.add(identity)
 
@@ -232,7 +238,7 @@ class Trail:
                 return
             self.approver_id = _text(payload.get("approver_id"))
             if record.action == "approve":
-                voters = self.voters | {_text(payload.get("identity")) or ""}
+                voters = self.voters | {quorum_person(_text(payload.get("identity")) or "")}
                 if len(voters) < self.approvals_required:
                     self._refuse(record, f"approved by {len(voters)} distinct approver(s) of "
                                  f"the {self.approvals_required} its quorum needs")  # fmt: skip
