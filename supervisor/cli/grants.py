@@ -135,14 +135,14 @@ def revoke(grant_id: str, reason: str, approver: str | None, db_url: str | None)
     """Revoke a grant now: no call recorded after this allows anything by it."""
     approver_id, _ = _approver(approver)
     with open_ledger(db_url, must_exist=True) as ledger:
-        grant_id = _full_id(ledger.grants(), grant_id)
+        grant_id = full_grant_id(ledger.grants(), grant_id)
         grant = ledger.revoke_grant(grant_id, approver_id, reason, via="cli")
         now = ledger.clock.now()
     echo_line(f"revoked {grant.grant_id}")
     echo_line(grant_line(grant, now))
 
 
-def _full_id(known: list[Grant], given: str) -> str:
+def full_grant_id(known: list[Grant], given: str) -> str:
     """A unique id prefix (12 characters are listed) as the full id; else as given."""
     matches = [grant.grant_id for grant in known if grant.grant_id.startswith(given)]
     return matches[0] if len(matches) == 1 else given

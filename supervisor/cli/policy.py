@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from supervisor.cli.batch import batch
 from supervisor.cli.output import echo_line
 from supervisor.cli.policy_doc import diff_lines, policy_diff, policy_toml
 from supervisor.cli.policy_replay import replay_command, suggest_command
@@ -49,6 +50,7 @@ def policy() -> None:
     """Show, list and apply the ledger's approval policy (enforced by every process)."""
 
 
+policy.add_command(batch)
 policy.add_command(replay_command)
 policy.add_command(suggest_command)
 
