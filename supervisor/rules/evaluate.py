@@ -15,6 +15,7 @@ from supervisor.rules.condition import Condition
 from supervisor.rules.model import CallFacts, Rule, Verdict
 
 _GLOB = frozenset("*?[")
+_CACHED_TOOLS = 4096
 
 
 def _literal_prefix(pattern: str) -> str:
@@ -51,6 +52,7 @@ class _Compiled:
     order: int
     rule: Rule
     condition: Condition | None
+    strength: tuple[int, int] = (0, 1)
 
     def matches(self, call: CallFacts, activation: list[dict[str, Any]]) -> bool:
         """``activation`` holds the call's CEL variables once built (shared by the rules)."""
@@ -78,8 +80,9 @@ class RuleSet:
             lambda: defaultdict(list)
         )
         self._everywhere: list[_Compiled] = []
+        self._by_name: dict[str, tuple[_Compiled, ...]] = {}
         for order, rule in enumerate(rules):
-            compiled = _Compiled(order, rule, conditions.get(rule.name))
+            compiled = _Compiled(order, rule, conditions.get(rule.name), rule.strength)
             tools = rule.match.tools
             prefixes = [_literal_prefix(pattern) for pattern in tools]
             if not tools or not all(prefixes):
@@ -98,24 +101,28 @@ class RuleSet:
         """The decision for ``call``: deny beats ask beats allow (an ask needing more approvers
         beats one needing fewer), the first rule in file order breaks a tie, and with no rule
         matching the tool's default (:func:`default_decision`)."""
-        tool = call.tool
+        activation: list[dict[str, Any]] = []
+        for compiled in self._candidates(call.tool):  # strongest first, then file order
+            if compiled.matches(call, activation):
+                rule = compiled.rule
+                return Decision(rule.verdict, rule.name, rule.reason, rule.approvals)
+        return default_decision(call)
+
+    def _candidates(self, tool: str) -> tuple[_Compiled, ...]:
+        """The rules that can be about ``tool``, strongest first and in file order among equals,
+        so the first that matches is the decision. Kept per tool name (a bounded cache)."""
+        cached = self._by_name.get(tool)
+        if cached is not None:
+            return cached
         found = {compiled.order: compiled for compiled in self._by_tool.get(tool, ())}
         for length, buckets in self._by_prefix.items():
             for compiled in buckets.get(tool[:length], ()):
                 found[compiled.order] = compiled
         for compiled in self._everywhere:
             found[compiled.order] = compiled
-        candidates = [found[order] for order in sorted(found)]
-        best: _Compiled | None = None
-        activation: list[dict[str, Any]] = []
-        for compiled in candidates:
-            if best is not None and compiled.rule.strength <= best.rule.strength:
-                continue  # a later rule that is not stronger cannot win
-            if compiled.matches(call, activation):
-                best = compiled
-                if compiled.rule.verdict == "deny":
-                    break  # nothing is stronger, and it is the first deny that matches
-        if best is None:
-            return default_decision(call)
-        rule = best.rule
-        return Decision(rule.verdict, rule.name, rule.reason, rule.approvals)
+        ordered = tuple(sorted(found.values(), key=lambda c: (-c.strength[0], -c.strength[1],
+                                                              c.order)))  # fmt: skip
+        if len(self._by_name) >= _CACHED_TOOLS:
+            self._by_name.clear()
+        self._by_name[tool] = ordered
+        return ordered

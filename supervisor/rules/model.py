@@ -83,14 +83,20 @@ class Match:
     sites: tuple[str, ...] = ()
 
     def holds(self, call: CallFacts) -> bool:
-        if not _globs_match(self.tools, call.tool) or not _globs_match(self.agents, call.agent):
+        # Each field is tested only when given: this runs for every candidate rule of a call.
+        if self.tools and not _matcher(self.tools)(call.tool):
             return False
-        if self.users and (call.user is None or not _globs_match(self.users, call.user)):
+        if self.agents and not _matcher(self.agents)(call.agent):
+            return False
+        if self.users and (call.user is None or not _matcher(self.users)(call.user)):
             return False
         if self.domains and not any(domain in call.domains for domain in self.domains):
             return False
-        if not all(call.target.get(key) == value for key, value in self.target.items()):
-            return False
+        if self.target:
+            target = call.target
+            for key, value in self.target.items():
+                if target.get(key) != value:
+                    return False
         return not self.sites or _on_site(self.sites, call)
 
 
