@@ -60,11 +60,6 @@ def _matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
     return lambda value: value in exact or regex.match(value) is not None
 
 
-def _globs_match(patterns: tuple[str, ...], value: str) -> bool:
-    """``value`` matches one of ``patterns`` (``fnmatch`` globs, case-sensitive); none: all."""
-    return not patterns or _matcher(patterns)(value)
-
-
 @dataclass(frozen=True)
 class Match:
     """Which calls a rule is about; every field given must hold (an empty field matches all).
