@@ -14,14 +14,10 @@ from typing import Any
 
 import click
 
-from supervisor.cli.output import echo_line
+from supervisor.cli.output import echo_json, echo_line
 from supervisor.cli.proposals import _approver, db_option, open_ledger
 from supervisor.ledger.grants import DEFAULT_GRANT_SECONDS, DEFAULT_GRANT_USES, Grant
 from supervisor.rules.grants import GrantInvalid
-
-
-def _json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=True))
 
 
 def parse_pattern(text: str) -> tuple[str, dict[str, Any]]:
@@ -100,7 +96,7 @@ def add(
         )  # fmt: skip
         now = ledger.clock.now()
     if as_json:
-        _json(grant_json(grant, now))
+        echo_json(grant_json(grant, now))
         return
     echo_line(f"approved {proposal_id} and granted {grant.grant_id}")
     echo_line(grant_line(grant, now))
@@ -118,7 +114,7 @@ def list_grants(show_all: bool, as_json: bool, db_url: str | None) -> None:
     if not show_all:
         found = [grant for grant in found if grant.state(now) == "active"]
     if as_json:
-        _json({"grants": [grant_json(grant, now) for grant in found]})
+        echo_json({"grants": [grant_json(grant, now) for grant in found]})
         return
     if not found:
         click.echo("No grants." if show_all else "No live grants (--all shows past ones).")

@@ -45,7 +45,7 @@ from supervisor.ledger.models import (
 )
 from supervisor.ledger.trail import quorum_person
 from supervisor.rules.evaluate import Decision
-from supervisor.rules.grants import check_patterns, grant_matches
+from supervisor.rules.grants import check_patterns
 from supervisor.rules.model import CallFacts
 from supervisor.store.repository import LedgerTx
 
@@ -116,7 +116,6 @@ class RulesMixin(LedgerBase):
     ) -> Grant | None:
         """The oldest live grant that allows ``call``; a grant for another schema of the tool
         dies here (revoked, audited): it was made for a contract that no longer exists."""
-        wanted_target = target_hash(call.target)
         found: Grant | None = None
         for grant in reversed(tx.grants(tool_name=call.tool, live_at=now)):
             if grant.schema_hash != schema_hash:
@@ -124,9 +123,8 @@ class RulesMixin(LedgerBase):
                 continue
             if found is not None or grant.uses >= grant.max_uses:
                 continue
-            if grant.target_hash != wanted_target or grant.owner not in ("", call.agent):
-                continue
-            if not grant_matches(grant.arguments, call.arguments):
+            if not grant.scope.covers(tool=call.tool, schema_hash=schema_hash, target=call.target,
+                                      agent=call.agent, arguments=call.arguments):  # fmt: skip
                 continue
             if grant.computed_hash() != grant.document_hash:
                 continue  # a row rewritten outside the ledger allows nothing

@@ -12,12 +12,16 @@ must be the one the record holds, so a row inserted or widened with SQL allows n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from supervisor.canonical import canonical_json, sha256_hex
+from supervisor.ledger.models import Proposal
+from supervisor.rules.grants import grant_matches
 
 GRANT_SUBJECT_PREFIX = "grant:"
 """Audit subjects of grants are ``grant:<id>``."""
@@ -80,6 +84,12 @@ class Grant(BaseModel):
             "max_uses": self.max_uses, "source_proposal_id": self.source_proposal_id,
         }  # fmt: skip
 
+    @property
+    def scope(self) -> GrantScope:
+        """What this grant covers."""
+        return GrantScope(self.tool_name, self.schema_hash, self.target_hash, self.owner,
+                          self.arguments)  # fmt: skip
+
     def computed_hash(self) -> str:
         return sha256_hex(canonical_json(self.document()).encode())
 
@@ -92,6 +102,45 @@ class Grant(BaseModel):
         if self.uses >= self.max_uses:
             return "used up"
         return "active"
+
+
+@dataclass(frozen=True)
+class GrantScope:
+    """What a grant (made, or about to be made) covers: one test for the ledger deciding a
+    call, the TUI listing similar pending calls and batch approval by a grant.
+
+    Attributes:
+        tool_name, schema_hash, target_hash: The tool contract and execution target.
+        owner: The agent (``""``: any agent).
+        arguments: Argument name -> one checked pattern.
+    """
+
+    tool_name: str
+    schema_hash: str
+    target_hash: str
+    owner: str
+    arguments: Mapping[str, Any]
+
+    def covers(
+        self, *, tool: str, schema_hash: str, target: dict[str, Any], agent: str,
+        arguments: Mapping[str, Any],
+    ) -> bool:  # fmt: skip
+        """The call is of this tool, schema, target and agent, with matching arguments."""
+        return (
+            tool == self.tool_name
+            and schema_hash == self.schema_hash
+            and self.owner in ("", agent)
+            and target_hash(target) == self.target_hash
+            and grant_matches(self.arguments, arguments)
+        )
+
+    def covers_proposal(self, proposal: Proposal) -> bool:
+        """:meth:`covers` for a recorded call."""
+        return self.covers(
+            tool=proposal.tool_name, schema_hash=proposal.tool_schema_hash,
+            target=proposal.execution_target, agent=proposal.owner,
+            arguments=proposal.arguments,
+        )  # fmt: skip
 
 
 def target_hash(execution_target: dict[str, Any]) -> str:

@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 from supervisor.errors import SupervisorError
 from supervisor.ledger.decide import check_grantable
 from supervisor.ledger.errors import GrantRefused, LedgerError
-from supervisor.ledger.grants import Grant, target_hash
+from supervisor.ledger.grants import Grant, GrantScope, target_hash
 from supervisor.ledger.models import Proposal, ProposalStatus
-from supervisor.rules.grants import GrantInvalid, check_patterns, grant_matches
+from supervisor.rules.grants import GrantInvalid, check_patterns
 from supervisor.services.approvals import ApprovalsService, InboxChange
 from supervisor.services.guard import RenderedGuard
 from supervisor.services.listeners import Listeners
@@ -127,19 +127,18 @@ def similar_pending(
     the same agent unless ``any_agent``, a grantable tool, no quorum, and arguments matching
     the checked ``patterns`` (:func:`supervisor.rules.grants.check_patterns`).
     """
-    wanted = target_hash(source.execution_target)
+    scope = GrantScope(
+        source.tool_name, source.tool_schema_hash, target_hash(source.execution_target),
+        "" if any_agent else source.owner, patterns,
+    )  # fmt: skip
     return [
         other
         for other in pending
         if other.proposal_id != source.proposal_id
         and other.status is ProposalStatus.PENDING
-        and other.tool_name == source.tool_name
-        and other.tool_schema_hash == source.tool_schema_hash
-        and (any_agent or other.owner == source.owner)
         and other.grantable
         and other.approvals_required <= 1
-        and target_hash(other.execution_target) == wanted
-        and grant_matches(patterns, other.arguments)
+        and scope.covers_proposal(other)
     ]
 
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from supervisor.errors import SupervisorError
-from supervisor.ledger.grants import Grant, target_hash
+from supervisor.ledger.grants import Grant
 from supervisor.ledger.models import Proposal, ProposalStatus
 from supervisor.ledger.policy import ApprovalPolicy
-from supervisor.rules.grants import grant_matches
 from supervisor.rules.loader import rules_from_document
 from supervisor.rules.replay import call_facts_of
 
@@ -64,14 +63,9 @@ def pending_matching_rule(
 def pending_matching_grant(grant: Grant, pending: Iterable[Proposal]) -> list[Proposal]:
     """The pending proposals ``grant`` would allow if they were proposed now (the ledger's own
     test: tool, schema hash, target, agent, grantable, arguments)."""
+    scope = grant.scope
     return [
         proposal
         for proposal in pending
-        if _batchable(proposal)
-        and proposal.grantable
-        and proposal.tool_name == grant.tool_name
-        and proposal.tool_schema_hash == grant.schema_hash
-        and target_hash(proposal.execution_target) == grant.target_hash
-        and grant.owner in ("", proposal.owner)
-        and grant_matches(grant.arguments, proposal.arguments)
+        if _batchable(proposal) and proposal.grantable and scope.covers_proposal(proposal)
     ]
