@@ -53,8 +53,12 @@ def stored_schema_version(connection: Connection) -> int | None:
             integer.
     """
     inspector = sa.inspect(connection)
-    if not inspector.has_table("ledger_meta"):
-        found = sorted({*inspector.get_table_names(), *inspector.get_view_names()})
+    # One catalog read decides: on PostgreSQL each statement sees its own snapshot, so asking
+    # "is there a ledger_meta?" and then "which tables are there?" could straddle another
+    # process's migration commit and take a fresh ledger for someone else's database.
+    tables = set(inspector.get_table_names())
+    if "ledger_meta" not in tables:
+        found = sorted(tables) or sorted(inspector.get_view_names())
         if found:
             listed = ", ".join(repr(name[:40]) for name in found[:3])
             more = f" and {len(found) - 3} more" if len(found) > 3 else ""

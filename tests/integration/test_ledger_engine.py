@@ -185,6 +185,33 @@ def test_processes_opening_a_fresh_ledger_at_once(ledger_url: str) -> None:
         engine.dispose()
 
 
+def test_a_migration_committed_while_another_opener_looks_is_not_someone_elses_db(
+    ledger_url: str,
+) -> None:
+    """The opener's look at the catalog can straddle another process's migration commit.
+
+    Deterministic form of the race the four-opener test hits now and then on PostgreSQL: the
+    other migration commits right after the opener's first catalog statement.
+    """
+    looking = create_ledger_engine(ledger_url)
+    other = create_ledger_engine(ledger_url)
+    migrated: list[int] = []
+
+    def migrate_elsewhere(*_: object) -> None:
+        if not migrated:
+            migrated.append(ensure_schema(other))
+
+    sa.event.listen(looking, "after_cursor_execute", migrate_elsewhere)
+    try:
+        assert ensure_schema(looking) == SCHEMA_VERSION
+        assert migrated == [SCHEMA_VERSION]
+        ApprovalLedger(looking).propose("t", "h", {"n": 1})
+    finally:
+        sa.event.remove(looking, "after_cursor_execute", migrate_elsewhere)
+        looking.dispose()
+        other.dispose()
+
+
 def test_newer_ledger_is_a_clear_error(ledger_url: str) -> None:
     engine = create_ledger_engine(ledger_url)
     try:
