@@ -10,6 +10,10 @@ from typing import Any
 from supervisor.ledger.policy import ApprovalPolicy
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_RULE_ORDER = {key: index for index, key in enumerate(
+    ("name", "verdict", "reason", "approvals", "tool", "domains", "agents", "users", "target",
+     "sites", "args", "when", "examples")
+)}  # fmt: skip
 
 
 def _key(name: str) -> str:
@@ -49,7 +53,9 @@ def policy_toml(policy: ApprovalPolicy) -> str:
         lines.append(f"{toml_value(domain)} = {toml_value(approvers)}")
     for rule in document.get("rules", []):
         lines += ["", "[[rules]]"]
-        lines += [f"{_key(key)} = {toml_value(value)}" for key, value in rule.items()]
+        # Stored with sorted keys; printed in the order people write a rule (name first).
+        keys = sorted(rule, key=lambda key: (_RULE_ORDER.get(key, len(_RULE_ORDER)), key))
+        lines += [f"{_key(key)} = {toml_value(rule[key])}" for key in keys]
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ agents = ["billing-*"]                  # optional: the proposing agent (globs)
 users = ["*@example.com"]               # optional: on whose behalf (globs)
 target = { backend = "local" }          # optional: execution-target keys that must be equal
 sites = ["shop.example.com"]            # optional: browser actions on (or navigating to) these
+args = { currency = ["EUR", "USD"] }    # optional: arguments that must be one of these values
 when = "args.amount < 100"              # optional CEL over args, tool, domains, agent, user, target
 # approvals = 2                         # ask rules only: a quorum of distinct approvers
 
@@ -29,14 +30,15 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from supervisor.errors import SupervisorError
+from supervisor.canonical import normalise
+from supervisor.errors import CanonicalJSONError, SupervisorError
 from supervisor.rules.condition import Condition
 from supervisor.rules.evaluate import RuleSet
-from supervisor.rules.model import VERDICTS, CallFacts, Example, Match, Rule, Verdict
+from supervisor.rules.model import VERDICTS, CallFacts, Example, Match, Rule, Verdict, value_set
 
 _RULE_KEYS = frozenset(
     {"name", "verdict", "reason", "tool", "domains", "agents", "users", "target", "when",
-     "examples", "approvals", "sites"}
+     "examples", "approvals", "sites", "args"}
 )  # fmt: skip
 _EXAMPLE_KEYS = frozenset(
     {"tool", "arguments", "domains", "agent", "user", "target", "read_only", "expect"}
@@ -82,6 +84,23 @@ def _sites(where: str, value: Any) -> tuple[str, ...]:
         except ValueError as error:
             raise RulesInvalid(where, f"`sites`: {error}") from None
     return sites
+
+
+def _args(where: str, value: Any) -> tuple[tuple[str, frozenset[str | tuple[str, str]]], ...]:
+    """``args = { name = [value, ...] }``: each listed argument must equal one of its values."""
+    table = _table(where, "args", value)
+    sets = []
+    for key, values in table.items():
+        if not isinstance(values, list) or not values:
+            raise RulesInvalid(
+                where, f"`args.{key}` must be a non-empty list of the values it may take"
+            )
+        try:
+            normalise(values)
+        except CanonicalJSONError as error:
+            raise RulesInvalid(where, f"`args.{key}`: {error}") from None
+        sets.append((key, value_set(values)))
+    return tuple(sets)
 
 
 def _verdict(where: str, key: str, value: Any) -> Verdict:
@@ -138,6 +157,7 @@ def _rule(index: int, raw: Any) -> tuple[Rule, Condition | None]:
         users=_strings(where, "users", data.get("users", [])),
         target=_table(where, "target", data.get("target", {})),
         sites=_sites(where, data.get("sites", [])),
+        args=_args(where, data.get("args", {})),
     )
     when = data.get("when")
     if when is not None and (not isinstance(when, str) or not when.strip()):

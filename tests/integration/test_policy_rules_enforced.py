@@ -29,6 +29,7 @@ name = "small refunds"
 verdict = "allow"
 reason = "Refunds under 100 are routine"
 tool = "refund"
+args = { country = ["GB", "IE"] }
 when = "args.amount < 100"
 
 [[rules]]
@@ -291,6 +292,7 @@ def test_policy_show_prints_the_rules_as_a_file_apply_reads_back(
     shown = run_cli("policy", "show", "--db", sqlite_url)
     assert shown.returncode == 0, shown.stderr
     assert '[[rules]]\nname = "small refunds"' in shown.stdout
+    assert 'args = { country = ["GB", "IE"] }' in shown.stdout
     again = tmp_path / "again.toml"
     again.write_text(shown.stdout, encoding="utf-8")
     same = run_cli("policy", "diff", str(again), "--db", sqlite_url)

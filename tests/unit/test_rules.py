@@ -63,6 +63,14 @@ def test_with_no_rule_the_tools_own_classes_decide() -> None:
         ({"users": ["*@example.com"]}, {}, False),  # no user: a user rule cannot match
         ({"target": {"backend": "local"}}, {"target": {"backend": "local", "x": 1}}, True),
         ({"target": {"backend": "local"}}, {"target": {"backend": "e2b"}}, False),
+        ({"args": {"amount": [5, 20]}}, {}, True),
+        ({"args": {"amount": [5, 20.0]}}, {}, True),  # 20.0 and 20 are one JSON number
+        ({"args": {"amount": ["20"]}}, {}, False),  # a string that prints like it is not it
+        ({"args": {"flag": [1]}}, {"arguments": {"flag": True}}, False),  # nor is true 1
+        ({"args": {"flag": [True]}}, {"arguments": {"flag": True}}, True),
+        ({"args": {"amount": [20], "order": ["A-1"]}}, {}, False),  # a missing argument
+        ({"args": {"p": [{"b": [1], "a": None}]}}, {"arguments": {"p": {"a": None, "b": [1]}}},
+         True),  # nested values compare as canonical JSON, key order aside
     ],
 )
 def test_each_match_field_must_hold(
@@ -106,6 +114,10 @@ def test_an_invalid_condition_is_a_typed_error_naming_the_rule() -> None:
         (rule("r", "allow", tool=[1]), "`tool` must be a string or a list"),
         (rule("r", "allow", examples=[{"expect": "allow"}]), "`tool` is required"),
         (rule("r", "allow", tool="t", examples=[{"expect": "maybe"}]), "`expect` must be"),
+        (rule("r", "allow", args={"amount": 5}), "`args.amount` must be a non-empty list"),
+        (rule("r", "allow", args={"amount": []}), "`args.amount` must be a non-empty list"),
+        (rule("r", "allow", args=["amount"]), "`args` must be a table"),
+        (rule("r", "allow", args={"amount": [float("nan")]}), "`args.amount`: .*NaN"),
     ],
 )
 def test_rules_are_loaded_strictly(table: dict[str, Any], message: str) -> None:
