@@ -69,8 +69,11 @@ def test_with_no_rule_the_tools_own_classes_decide() -> None:
         ({"args": {"flag": [1]}}, {"arguments": {"flag": True}}, False),  # nor is true 1
         ({"args": {"flag": [True]}}, {"arguments": {"flag": True}}, True),
         ({"args": {"amount": [20], "order": ["A-1"]}}, {}, False),  # a missing argument
-        ({"args": {"p": [{"b": [1], "a": None}]}}, {"arguments": {"p": {"a": None, "b": [1]}}},
-         True),  # nested values compare as canonical JSON, key order aside
+        (
+            {"args": {"p": [{"b": [1], "a": None}]}},
+            {"arguments": {"p": {"a": None, "b": [1]}}},
+            True,
+        ),  # nested values compare as canonical JSON, key order aside
     ],
 )
 def test_each_match_field_must_hold(
