@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import click
 
-from supervisor.cli.grants import full_grant_id
 from supervisor.cli.output import echo_line
 from supervisor.cli.proposals import _approver, db_option, open_recovered
 from supervisor.errors import SupervisorError
+from supervisor.ledger.ids import resolve_id
 
 
 class BatchTemplateMissing(SupervisorError, ValueError):
@@ -50,7 +50,7 @@ def batch(
             matched = pending_matching_rule(ledger.policy, rule_name, pending)
             template = f"rule {rule_name}"
         else:
-            grant = ledger.grant(full_grant_id(ledger.grants(), grant_id or ""))
+            grant = ledger.grant(resolve_id(ledger.repository, "grant", grant_id or ""))
             matched = pending_matching_grant(grant, pending)
             template = f"grant {grant.grant_id}"
         echo_line(f"{len(matched)} pending proposal(s) match {template}:")

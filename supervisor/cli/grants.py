@@ -15,8 +15,9 @@ from typing import Any
 import click
 
 from supervisor.cli.output import echo_json, echo_line
-from supervisor.cli.proposals import _approver, db_option, open_ledger
+from supervisor.cli.proposals import _approver, db_option, full_id, open_ledger
 from supervisor.ledger.grants import DEFAULT_GRANT_SECONDS, DEFAULT_GRANT_USES, Grant
+from supervisor.ledger.ids import resolve_id
 from supervisor.rules.grants import GrantInvalid
 
 
@@ -91,8 +92,8 @@ def add(
     approver_id, _ = _approver(approver)
     with open_ledger(db_url, must_exist=True) as ledger:
         _, grant = ledger.approve_similar(
-            proposal_id, approver_id, patterns=patterns, seconds=minutes * 60, max_uses=uses,
-            any_agent=any_agent, reason=reason, via="cli",
+            full_id(ledger, proposal_id), approver_id, patterns=patterns,
+            seconds=minutes * 60, max_uses=uses, any_agent=any_agent, reason=reason, via="cli",
         )  # fmt: skip
         now = ledger.clock.now()
     if as_json:
@@ -131,14 +132,8 @@ def revoke(grant_id: str, reason: str, approver: str | None, db_url: str | None)
     """Revoke a grant now: no call recorded after this allows anything by it."""
     approver_id, _ = _approver(approver)
     with open_ledger(db_url, must_exist=True) as ledger:
-        grant_id = full_grant_id(ledger.grants(), grant_id)
+        grant_id = resolve_id(ledger.repository, "grant", grant_id)
         grant = ledger.revoke_grant(grant_id, approver_id, reason, via="cli")
         now = ledger.clock.now()
     echo_line(f"revoked {grant.grant_id}")
     echo_line(grant_line(grant, now))
-
-
-def full_grant_id(known: list[Grant], given: str) -> str:
-    """A unique id prefix (12 characters are listed) as the full id; else as given."""
-    matches = [grant.grant_id for grant in known if grant.grant_id.startswith(given)]
-    return matches[0] if len(matches) == 1 else given

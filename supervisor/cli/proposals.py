@@ -90,6 +90,14 @@ def open_recovered(db_url: str | None, *, read_only: bool = False) -> Iterator[A
         yield ledger
 
 
+def full_id(ledger: ApprovalLedger, given: str) -> str:
+    """The proposal id ``given`` names: the full id, or a unique prefix of at least four
+    characters (an ambiguous one lists the candidates; see :mod:`supervisor.ledger.ids`)."""
+    from supervisor.ledger.ids import resolve_id
+
+    return resolve_id(ledger.repository, "proposal", given)
+
+
 def proposal_json(proposal: Proposal, waiter: ProposalWaiter | None = None) -> dict[str, Any]:
     """A proposal as JSON data, with its waiting process and whether it is orphaned.
 
@@ -215,6 +223,7 @@ def show_proposal(proposal_id: str, as_json: bool, db_url: str | None) -> None:
     mid-call says why it was flagged and how to reconcile it.
     """
     with open_recovered(db_url, read_only=True) as ledger:
+        proposal_id = full_id(ledger, proposal_id)
         proposal = ledger.get(proposal_id)
         history = _history(ledger, proposal_id)
         waiter = ledger.waiters([proposal_id]).get(proposal_id)
@@ -284,6 +293,7 @@ def _decide(action: str, proposal_id: str, reason: str | None, approver: str | N
     approver_id, context = _approver(approver)
     with open_recovered(db_url) as ledger:
         decide = {"approve": ledger.approve, "reject": ledger.reject, "cancel": ledger.cancel}
+        proposal_id = full_id(ledger, proposal_id)
         proposal = decide[action](proposal_id, approver_id, reason, context=context, via="cli")
         waiter = ledger.waiters([proposal.proposal_id]).get(proposal.proposal_id)
     if as_json:
@@ -388,6 +398,7 @@ def edit_proposal(
 
     approver_id, context = _approver(approver)
     with open_recovered(db_url) as ledger:
+        proposal_id = full_id(ledger, proposal_id)
         old = ledger.get(proposal_id)
         arguments = _checked_edit(ledger, old, _edited_arguments(old, args_json, sets))
         new = ledger.edit(proposal_id, arguments, approver_id, reason, context=context, via="cli")
@@ -431,6 +442,7 @@ def reconcile_proposal(
     finding: Literal["executed", "failed"] = "executed" if outcome == "executed" else "failed"
     approver_id, context = _approver(approver)
     with open_recovered(db_url) as ledger:
+        proposal_id = full_id(ledger, proposal_id)
         execution = ledger.reconcile(
             proposal_id, finding, approver_id, reason.strip(), context=context, via="cli"
         )

@@ -76,6 +76,9 @@ def resume(
             if not proposal_id:
                 return  # no work came: the supervisor closed
         assert proposal_id is not None
+        from supervisor.ledger.ids import resolve_id
+
+        proposal_id = resolve_id(provider.ledger.repository, "proposal", proposal_id)
         request = _request(proposal_id, continue_model, log_path, process_id, decision_timeout,
                            allow)  # fmt: skip
         from supervisor.services.recovery import recover_now

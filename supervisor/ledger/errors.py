@@ -33,6 +33,40 @@ class ProposalNotFound(LedgerError, LookupError):
         )
 
 
+class IdAmbiguous(LedgerError, LookupError):
+    """A typed id prefix matches more than one row: the candidates are listed."""
+
+    code = "ambiguous_id"
+
+    def __init__(self, kind: str, given: str, candidates: list[tuple[str, str]]) -> None:
+        self.given = given
+        self.candidates = candidates
+        shown = "; ".join(f"{found} ({what})" for found, what in candidates[:5])
+        more = f" and {len(candidates) - 5} more" if len(candidates) > 5 else ""
+        super().__init__(
+            f"{len(candidates) if len(candidates) <= 10 else 'More than 10'} {kind}s start "
+            f"with {given!r}: {shown}{more}.",
+            hint="Type more of the id (the full id is always accepted).",
+            given=given,
+            candidates=[found for found, _ in candidates],
+        )
+
+
+class IdPrefixTooShort(LedgerError, ValueError):
+    """An id prefix too short to name one row among many."""
+
+    code = "id_prefix_too_short"
+
+    def __init__(self, kind: str, given: str, minimum: int) -> None:
+        self.given = given
+        super().__init__(
+            f"{given!r} is too short to name a {kind}: type at least {minimum} characters of "
+            "its id.",
+            hint=f"List them with `supervisor {kind}s list --all` to copy an id.",
+            given=given,
+        )
+
+
 class ApprovalAlreadyDecided(LedgerError):
     """The proposal is no longer in the state the action needs; someone else acted first."""
 

@@ -42,6 +42,7 @@ from supervisor.store.convert import (
 from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
 from supervisor.store.grants import GrantsMixin
+from supervisor.store.ids import IdsMixin
 from supervisor.store.leases import LeasesMixin
 from supervisor.store.notify import CHANNEL, ChangeProbe, open_probe
 from supervisor.store.policy_versions import POLICY_IN_FORCE_COLUMNS, PolicyVersionsMixin
@@ -163,7 +164,13 @@ def _update_execution_statement(columns: tuple[str, ...], returning: bool) -> An
 
 
 class LedgerTx(
-    PolicyVersionsMixin, RunsMixin, RegistryMixin, LeasesMixin, GrantsMixin, SemanticCacheMixin
+    PolicyVersionsMixin,
+    RunsMixin,
+    RegistryMixin,
+    LeasesMixin,
+    GrantsMixin,
+    SemanticCacheMixin,
+    IdsMixin,
 ):
     """One open transaction on the ledger; created by :class:`Repository` only."""
 
