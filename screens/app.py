@@ -70,7 +70,10 @@ class SupervisorApp(App[None]):
 
     TITLE = "Agent Supervisor"
     CSS_PATH = asset_path("styles", "supervisor.tcss")
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "quit", "Quit", id="quit")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", id="quit"),
+        Binding("question_mark,f1", "help", "Help", id="help"),
+    ]
 
     def __init__(
         self,
@@ -117,6 +120,13 @@ class SupervisorApp(App[None]):
             timeout=timeout,
             markup=False,
         )
+
+    def action_help(self) -> None:
+        """Every key of the screen on top (not of the help itself, nor twice)."""
+        from screens.help_screen import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
-from screens.grant_actions import GrantActions
+from screens.console_actions import ConsoleActions
 from screens.literal import escaped, literal
 from screens.messages import (
     ArgumentsRendered,
@@ -61,10 +61,12 @@ DECIDED = {
 }
 
 
-class MainScreen(GrantActions, ProcessActions, ReconcileActions):
+class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
     """Watch and steer: everything a supervisor needs on one screen."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        # First, so the footer shows it even where the rest of the keys are cut off.
+        Binding("question_mark,f1", "app.help", "Help", id="main-help"),
         Binding("a", "approve", "Approve", id="approve"),
         Binding("R", "approve_and_resume", "Approve+resume", id="approve-and-resume"),
         Binding("r", "reject", "Reject", id="reject"),
@@ -90,6 +92,8 @@ class MainScreen(GrantActions, ProcessActions, ReconcileActions):
         Binding("k", "stop_process", "Stop", id="stop-process"),
         Binding("p", "focus_processes", "Processes", id="focus-processes"),
         Binding("f", "clear_trace_filter", "All agents", id="clear-trace-filter"),
+        Binding("y", "copy", "Copy", id="copy"),
+        Binding("colon", "command_mode", "Command", show=False, id="command-mode"),
     ]
 
     def __init__(

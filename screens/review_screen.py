@@ -34,6 +34,7 @@ from supervisor.services.review.index import RowsView, Selection
 from supervisor.services.review.rows import ReviewFilter, ReviewRow
 from supervisor.services.review.service import ReviewService
 from supervisor.services.review.stats import ReviewStats
+from supervisor.store.urls import shown_url
 
 FILTERS = ("agent", "thread", "tool", "status")
 BOUNDS = ("from", "to")
@@ -65,10 +66,12 @@ class ReviewScreen(Screen[None]):
         Binding("s", "toggle_stats", "Stats", id="review.stats"),
         Binding("escape", "clear_filters", "Clear filters", id="review.clear"),
         Binding("q", "app.quit", "Quit", id="review.quit"),
+        Binding("b", "back", "Back", id="review.back"),
     ]
 
-    def __init__(self, *, review: ReviewService) -> None:
+    def __init__(self, *, review: ReviewService, closable: bool = False) -> None:
         super().__init__()
+        self.closable = closable  # opened over the live screen (`:review`): b goes back
         self.review = review
         self.source = review.source
         self.index = review.index
@@ -83,7 +86,8 @@ class ReviewScreen(Screen[None]):
         return self.selection.stats
 
     def compose(self) -> ComposeResult:
-        yield Static(literal(f"Offline review — {self.source} (read-only)"), id="title-bar")
+        source = shown_url(self.source) if "://" in self.source else self.source
+        yield Static(literal(f"Offline review — {source} (read-only)"), id="title-bar")
         with Horizontal(id="review-filters"):
             for name in FILTERS:
                 yield Select[str]([], prompt=name, id=f"filter-{name}", allow_blank=True)
@@ -102,6 +106,16 @@ class ReviewScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         self.workers.cancel_node(self)  # the app closes the review (and its index) after this
+        if self.closable:  # opened over the live screen: this screen owns the review
+            self.review.close()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "back":
+            return self.closable
+        return True
+
+    def action_back(self) -> None:
+        self.dismiss(None)
 
     @work(thread=True, exit_on_error=False, group="review")
     def load_source(self) -> None:

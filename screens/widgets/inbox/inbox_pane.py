@@ -9,8 +9,9 @@ from datetime import datetime
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
+from screens.literal import literal
 from screens.widgets.inbox.inbox_list import COLUMNS, InboxList
 from supervisor.ledger.models import Proposal
 from supervisor.services.approvals import InboxChange
@@ -80,6 +81,7 @@ class InboxPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter: tool, agent, thread, domain", id="inbox-filter")
+        yield Static("", id="inbox-empty", markup=False)
         yield InboxList(self._row_cells, id="inbox-table")
 
     @property
@@ -136,7 +138,20 @@ class InboxPane(Vertical):
         if self.query_text.strip():
             ordered = [proposal for proposal in ordered if matches(proposal, self.query_text)]
         self.table.set_rows([proposal.proposal_id for proposal in ordered])
+        self._say_when_nothing_matches(len(ordered))
         self._announce()
+
+    def _say_when_nothing_matches(self, shown: int) -> None:
+        """A filter that hides every pending proposal says so (an empty list would read as
+        "nothing is waiting")."""
+        notice = self.query_one("#inbox-empty", Static)
+        if self.query_text.strip() and not shown and self.proposals:
+            notice.update(literal(f"No pending proposal matches {self.query_text.strip()!r} "
+                                  f"({len(self.proposals)} pending): clear the filter to see "
+                                  "them."))  # fmt: skip
+            notice.display = True
+        else:
+            notice.display = False
 
     def visible_ids(self) -> list[str]:
         """Ids of the rows shown (after the filter), top to bottom."""
