@@ -56,7 +56,7 @@ async def test_question_mark_and_f1_list_every_key_of_the_screen(
         await wait_for(pilot, lambda: isinstance(app.screen, GrantsScreen))
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
-        assert "GrantsScreen" in app.screen.title_text
+        assert isinstance(app.screen, HelpScreen) and "GrantsScreen" in app.screen.title_text
         assert "Approve" not in _help_rows(app)  # the grants view's keys, not the inbox's
 
 
@@ -108,7 +108,7 @@ async def test_y_copies_the_selected_id_hash_or_arguments_to_the_clipboard(
             await pilot.press("y")
             await wait_for(pilot, lambda: isinstance(app.screen, CopyDialog))
             await pilot.press(key)
-            await wait_for(pilot, lambda expected=expected: app.clipboard == expected)
+            await wait_for(pilot, lambda: app.clipboard == expected)  # noqa: B023 - awaited here
             assert app.screen is screen
 
 
