@@ -156,7 +156,9 @@ def demo(
     if reset:
         removed = reset_home(home)
         echo_line(f"Reset the demo in {home}: removed {len(removed)} files.")
-    tui = not no_tui and sys.stdin.isatty() and sys.stdout.isatty()
+    tui, why_not = demo_in_tui(no_tui, auto_approve, sys.stdin.isatty() and sys.stdout.isatty())
+    if why_not:
+        echo_line(why_not)
     opener: Callable[[str], None] | None = None
     if tui:
         from supervisor.cli.tui import open_tui  # the one place the demo imports Textual
@@ -167,6 +169,23 @@ def demo(
         open_tui=opener,
     )  # fmt: skip
     sys.exit(code)
+
+
+def demo_in_tui(no_tui: bool, auto_approve: bool, terminal: bool) -> tuple[bool, str | None]:
+    """Whether the demo opens the TUI, and why not when it was not told ``--no-tui``."""
+    if no_tui:
+        return False, None
+    if auto_approve:
+        return False, (
+            "--auto-approve decides every proposal itself, so the demo follows along in this "
+            "terminal instead of opening the TUI (drop --auto-approve to decide in the TUI)."
+        )
+    if not terminal:
+        return False, (
+            "Not a terminal, so the demo follows along here instead of opening the TUI; decide "
+            "with `supervisor proposals approve ID` from another shell."
+        )
+    return True, None
 
 
 def check_argv(argv: list[str]) -> None:

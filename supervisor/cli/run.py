@@ -39,6 +39,7 @@ def run(
     because you named it here. The run appears in the supervisor's processes pane, waits for
     decisions taken in the TUI or with `supervisor proposals`, and resumes.
     """
+    from supervisor.cli.output import echo_line
     from supervisor.runtime.host import run_supervised
 
     if db_url is not None:
@@ -52,7 +53,7 @@ def run(
     if log_path:
         argv += ["--log", log_path]
     code = run_supervised(
-        reference, text, command=shlex.join(argv), echo=click.echo, thread_id=thread_id,
+        reference, text, command=shlex.join(argv), echo=echo_line, thread_id=thread_id,
         process_id=process_id, decision_timeout=decision_timeout,
     )  # fmt: skip
     sys.exit(code)

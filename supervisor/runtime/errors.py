@@ -17,6 +17,18 @@ class ModelUnavailable(SupervisorError, ConnectionError):
     code = "model_unavailable"
 
 
+class ModelAuthFailed(ModelUnavailable):
+    """The model endpoint refused the API key (HTTP 401 or 403); retrying cannot help."""
+
+    code = "model_auth_failed"
+
+
+class ModelNotServed(ModelUnavailable):
+    """The model endpoint does not serve the configured model (HTTP 404)."""
+
+    code = "model_not_served"
+
+
 class AgentNotFound(SupervisorError, LookupError):
     """No saved agent has that id in this ledger."""
 

@@ -16,7 +16,7 @@ import signal
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -264,6 +264,16 @@ def record_restart(agent: MemAgent, reference: str, *, allow: bool = True) -> No
             pass  # a read-only config folder: resumes then need --allow or the file fixed
 
 
+def error_lines(status: str, error: Mapping[str, Any] | None) -> list[str]:
+    """A stopped run's error as a person reads it: ``[run] failed [code]: message`` and a hint."""
+    if not error:
+        return [f"[run] {status}"]
+    lines = [f"[run] {status} [{error.get('code', 'error')}]: {error.get('message', '')}"]
+    if error.get("hint"):
+        lines.append(f"  {error['hint']}")
+    return lines
+
+
 def run_supervised(
     reference: str,
     text: str,
@@ -294,7 +304,8 @@ def run_supervised(
             exit_code = 0
             echo(f"[run] completed: {result.output or ''}".rstrip())
         elif result is not None:
-            echo(f"[run] {result.status}: {result.error or ''}")
+            for line in error_lines(result.status, result.error):
+                echo(line)
     except RunStopped as stopped:
         echo(f"[run] stopped by {stopped}")
         status, exit_code = "stopped", STOPPED_EXIT_CODE

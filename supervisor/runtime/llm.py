@@ -2,9 +2,11 @@
 
 Transient failures (connection errors, timeouts, 408/409/429/5xx) are retried by the client with
 exponential backoff and jitter, honouring ``retry-after``, up to ``max_retries``. What still fails
-becomes :class:`~supervisor.runtime.errors.ModelUnavailable`, and the run stops without losing
-its state. The client is given the endpoint without the credentials a ``base_url`` may carry
-(see :mod:`supervisor.runtime.endpoint`), so the client's own logs never show them.
+becomes a :class:`~supervisor.runtime.errors.ModelUnavailable` naming the URL tried (a refused
+key is ``model_auth_failed``, an unknown model ``model_not_served``: see
+:mod:`supervisor.runtime.model_errors`), and the run stops without losing its state. The client
+is given the endpoint without the credentials a ``base_url`` may carry (see
+:mod:`supervisor.runtime.endpoint`), so the client's own logs never show them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from supervisor.runtime.config import LLMConfig
 from supervisor.runtime.endpoint import credential_http_client
-from supervisor.runtime.errors import ModelUnavailable
+from supervisor.runtime.model_errors import connection_error, endpoint_shown, status_error
 
 if TYPE_CHECKING:
     import openai
@@ -108,20 +110,11 @@ class ChatModel:
                 )
             response = client.chat.completions.create(**request)
         except openai.APIStatusError as exc:
-            raise ModelUnavailable(
-                f"The model endpoint answered HTTP {exc.status_code} after "
-                f"{self.config.max_retries} retries.",
-                hint="Check the endpoint, model name and key; the run kept its state and can be "
-                "run again on the same thread.",
-                status=exc.status_code,
-            ) from None
+            url = endpoint_shown(client)
+            raise status_error(exc, url, self.config.model, self.config.max_retries) from None
         except openai.APIError as exc:
-            raise ModelUnavailable(
-                f"The model endpoint could not be reached ({type(exc).__name__}) after "
-                f"{self.config.max_retries} retries.",
-                hint="Check OPENAI_BASE_URL (or base_url) and that the server is up; the run "
-                "kept its state and can be run again on the same thread.",
-            ) from None
+            url = endpoint_shown(client)
+            raise connection_error(exc, url, self.config.max_retries) from None
         return _turn_from(response)
 
 

@@ -1,13 +1,26 @@
 """Test doubles and helpers for users of the SDK, the same ones our own tests use.
 
-    from supervisor.testing import ScriptedModel, CallTools, ToolCall, Reply, temporary_ledger
-    from supervisor.testing import llm_config
+    from supervisor import MemAgentBuilder, governed_tool
+    from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall
+    from supervisor.testing import llm_config, temporary_ledger
+
+    @governed_tool(deterministic=True)
+    def inventory_lookup(sku: str) -> dict:
+        '''Units in stock for one SKU.'''
+        return {"sku": sku, "available": 12}
 
     with temporary_ledger() as provider, ScriptedModel([
         CallTools([ToolCall("inventory_lookup", {"sku": "A-1"})]),
         Reply("12 left."),
     ]) as model:
-        agent = MemAgentBuilder().with_llm_config(llm_config(model))...
+        agent = (
+            MemAgentBuilder()
+            .with_llm_config(llm_config(model))
+            .with_memory_provider(provider)
+            .with_tools([inventory_lookup])
+            .build()
+        )
+        assert agent.run("How many A-1?").output == "12 left."
 
 Everything here uses real parts: `ScriptedModel` is a real HTTP server on 127.0.0.1 speaking
 the chat-completions protocol (``python -m supervisor.testing.scripted_model`` serves a JSON

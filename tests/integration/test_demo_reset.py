@@ -68,12 +68,15 @@ def test_reset_refuses_while_a_demo_process_is_alive_and_removes_nothing(tmp_pat
 def test_the_demo_after_reset_shows_none_of_the_previous_runs_proposals(tmp_path: Path) -> None:
     home = tmp_path / "demo"
     previous = _old_demo(home)
-    result = run_cli(
-        "demo", "--reset", "--no-tui", "--auto-approve", "--home", str(home), cwd=tmp_path,
-        timeout=600,
+    result = run_cli(  # no --no-tui: --auto-approve says it follows along here instead
+        "demo", "--reset", "--auto-approve", "--home", str(home), cwd=tmp_path, timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert f"Reset the demo in {home}" in result.stdout
+    assert (
+        "--auto-approve decides every proposal itself, so the demo follows along in this "
+        "terminal instead of opening the TUI" in result.stdout
+    )
     assert "All demo agents finished." in result.stdout
     with SQLModelProvider(f"sqlite:///{home / 'ledger.db'}", read_only=True) as provider:
         ids = {proposal.proposal_id for proposal in provider.ledger.list(status=None).items}

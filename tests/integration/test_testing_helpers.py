@@ -50,3 +50,23 @@ def test_scripted_model_temporary_ledger_and_approve_all(
         resumed = agent.resume_approval(proposal_id, continue_model=True)
         assert resumed.consumed and resumed.assistant_response == "created"
         assert side_effects() == ["create_customer Ada a@b.c"]
+
+
+def test_the_module_docstring_example_runs_as_written(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    import supervisor.testing
+
+    doc = supervisor.testing.__doc__ or ""
+    lines = doc.splitlines()[1:]
+    body = lines[: next(i for i, line in enumerate(lines) if line and not line.startswith(" "))]
+    example = textwrap.dedent("\n".join(body))
+    assert "temporary_ledger()" in example and "ScriptedModel(" in example
+    done = subprocess.run(
+        [sys.executable, "-"], input=example + '\nprint("EXAMPLE OK")\n', text=True,
+        cwd=tmp_path, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "EXAMPLE OK"
