@@ -98,6 +98,12 @@ class SupervisorApp(App[None]):
         for close in self.cleanups:
             close()
 
+    def write_terminal(self, text: str) -> None:
+        """Write raw ``text`` (notification escape sequences) to the terminal, the way Textual
+        writes its own bell and clipboard sequences; nothing when running headless."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(text)
+
     def notify(
         self,
         message: str,

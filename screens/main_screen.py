@@ -42,6 +42,7 @@ from supervisor.services.approvals import ApprovalsService, InboxChange
 from supervisor.services.connection import ConnectionStatus, LedgerConnection
 from supervisor.services.grants import GrantsService
 from supervisor.services.guard import RenderGuardMissing
+from supervisor.services.notify import BlockedNotices, Notice, Notifier
 from supervisor.services.process_control import ProcessControl
 from supervisor.services.processes import ProcessesService, ProcessRow, trace_filter_for
 from supervisor.services.reconciliation import ReconciliationService
@@ -108,15 +109,17 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
         connection: LedgerConnection | None = None,
         reconciliation: ReconciliationService | None = None,
         grants: GrantsService | None = None,
+        notifier: Notifier | None = None,
     ) -> None:
         super().__init__(approvals=approvals, results=results, settings=settings)
+        self.notifier = notifier
+        self.notices = BlockedNotices(settings.expiry_warning_seconds)
         self.reconciliation = reconciliation
         self.grants = grants
         self.connection = connection or approvals.connection
         self.traces = traces
         self.processes = processes
         self.process_control = process_control
-        self._warned: set[str] = set()
         self._loaded = False
         self.trace_filter: TraceFilter = ALL_EVENTS
 
@@ -173,6 +176,11 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
         self.query_one(TraceView).set_events(self.traces.events())
         self.query_one(ProcessesPane).show_rows(self.processes.rows(), self.now())
         self._show_process_detail(self.query_one(ProcessesPane))
+        if self.notifier is None:
+            write = getattr(self.app, "write_terminal", None)
+            self.notifier = Notifier(self.settings.notify, write)
+        if self._loaded:
+            self.notices.seen(self.approvals.pending())
         self.set_interval(1.0, self._tick)
         self.set_focus(self.query_one("#inbox-table"))
 
@@ -190,24 +198,22 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
         now = self.now()
         inbox = self.query_one(InboxPane)
         inbox.tick(now)
-        for proposal in list(inbox.proposals.values()):
-            remaining = (proposal.expires_at - now).total_seconds()
-            if 0 < remaining <= self.settings.expiry_warning_seconds:
-                if proposal.proposal_id not in self._warned:
-                    self._warned.add(proposal.proposal_id)
-                    owner = escaped(proposal.owner or "an agent")
-                    self.notify(
-                        f"{escaped(proposal.tool_name)} from {owner} expires in {int(remaining)}s",
-                        title="Expiring soon",
-                        severity="warning",
-                    )
+        for notice in self.notices.expiring(list(inbox.proposals.values()), now):
+            self._send(notice)
+            proposal = inbox.proposals[notice.proposal_id]
+            left = int((proposal.expires_at - now).total_seconds())
+            owner = escaped(proposal.owner or "an agent")
+            self.notify(
+                f"{escaped(proposal.tool_name)} from {owner} expires in {left}s",
+                title="Expiring soon",
+                severity="warning",
+            )
 
     # -- service messages -----------------------------------------------------------------
 
     def on_inbox_changed(self, message: InboxChanged) -> None:
         change = message.change
         inbox = self.query_one(InboxPane)
-        fresh = [p for p in change.upserted if p.proposal_id not in inbox.proposals]
         # Taken before the rows change: a decided proposal leaves the inbox and the cursor
         # moves on, but the operator was looking at it and must hear who decided it.
         was_selected = self.selection.proposal
@@ -216,15 +222,19 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
         # The detail follows in the same frame as the rows, never one paint behind them.
         self._select(inbox.highlighted())
         if not self._loaded:
+            self.notices.seen(change.upserted)  # pending before this console started
             self._loaded = change.loaded
-        elif fresh:
-            self.app.bell()
-            first = fresh[0]
-            more = f" (+{len(fresh) - 1} more)" if len(fresh) > 1 else ""
-            self.notify(
-                f"{escaped(first.tool_name)} from {escaped(first.owner or 'an agent')}{more}",
-                title="New proposal",
-            )
+        else:
+            notices = self.notices.blocked(change.upserted, self.now())
+            for notice in notices:
+                self._send(notice)
+            if notices:
+                first = next(p for p in change.upserted if p.proposal_id == notices[0].proposal_id)
+                more = f" (+{len(notices) - 1} more)" if len(notices) > 1 else ""
+                self.notify(
+                    f"{escaped(first.tool_name)} from {escaped(first.owner or 'an agent')}{more}",
+                    title="New proposal",
+                )
         if was_selected is not None:
             self._announce_decisions(was_selected, change.decisions)
         for record in change.decisions:
@@ -236,6 +246,10 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
                     self.load_detail(proposal.proposal_id)
             if change.orphaned:
                 self.prepare_resume()
+
+    def _send(self, notice: Notice) -> None:
+        if self.notifier is not None:
+            self.notifier.send(notice)
 
     @work(thread=True, exit_on_error=False, group="process-control")
     def prepare_resume(self) -> None:

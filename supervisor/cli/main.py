@@ -70,8 +70,13 @@ class LazyGroup(click.Group):
 @click.option(
     "--db", "db_url", metavar="URL", default=None, help="Ledger URL or SQLite path for the TUI."
 )
+@click.option(
+    "--notify", metavar="CHANNELS", default=None,
+    help="How the TUI says a run is blocked on you: bell,osc,desktop (default: all; "
+    "SUPERVISOR_NOTIFY) or none.",
+)  # fmt: skip
 @click.pass_context
-def cli(ctx: click.Context, db_url: str | None) -> None:
+def cli(ctx: click.Context, db_url: str | None, notify: str | None) -> None:
     """Supervise AI agents: governed tools, durable approvals, live traces.
 
     Without a command, opens the supervisor TUI on the ledger (--db URL for another).
@@ -79,7 +84,7 @@ def cli(ctx: click.Context, db_url: str | None) -> None:
     if ctx.invoked_subcommand is None:
         from supervisor.cli.tui import open_tui
 
-        open_tui(db_url)
+        open_tui(db_url, notify=notify)
 
 
 @cli.group()

@@ -40,13 +40,23 @@ def run_app(app: _RunnableApp) -> None:
         raise SystemExit(code)
 
 
-def open_tui(db_url: str | None = None) -> None:
-    """Run the supervisor on the ledger at ``db_url`` (default ledger when ``None``)."""
+def open_tui(db_url: str | None = None, *, notify: str | None = None) -> None:
+    """Run the supervisor on the ledger at ``db_url`` (default ledger when ``None``).
+
+    Args:
+        db_url: Ledger URL or SQLite path.
+        notify: Notification channels (``bell,osc,desktop`` or ``none``); ``None`` reads
+            ``SUPERVISOR_NOTIFY``, else all.
+    """
+    import os
+
     from screens.app import make_app
     from supervisor.cli.proposals import ledger_url
+    from supervisor.services.notify import parse_channels
     from supervisor.services.settings import SupervisorSettings
 
-    run_app(make_app(SupervisorSettings(db_url=ledger_url(db_url))))
+    channels = parse_channels(notify if notify is not None else os.environ.get("SUPERVISOR_NOTIFY"))
+    run_app(make_app(SupervisorSettings(db_url=ledger_url(db_url), notify=channels)))
 
 
 def open_replay(report: ReplayReport, source: str) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from supervisor.ledger.clock import SystemClock
+from supervisor.services.notify import CHANNELS
 
 
 def _system_now() -> datetime:
@@ -30,6 +31,7 @@ class SupervisorSettings:
             full when an approve or edit key arrives, so a key meant for one proposal never
             decides another that moved under the cursor (a row decided elsewhere vanishing, keys
             queued while the screen lagged).
+        notify: Channels that say a run is blocked on the operator (:mod:`.notify`).
         now: The clock used for countdowns and heartbeat ages (tests fix it).
     """
 
@@ -42,4 +44,5 @@ class SupervisorSettings:
     inbox_first_page: int = 200
     inbox_page: int = 1_000
     decision_settle_seconds: float = 0.5
+    notify: frozenset[str] = frozenset(CHANNELS)
     now: Callable[[], datetime] = field(default=_system_now)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -36,11 +37,31 @@ class Tmux:
         )  # fmt: skip
         return completed.stdout
 
-    def start_supervisor(self, args: str, *, width: int, height: int = 50) -> None:
-        """Run ``supervisor ARGS`` in the session, on a ``width`` x ``height`` pane."""
+    def start_supervisor(
+        self,
+        args: str,
+        *,
+        width: int,
+        height: int = 50,
+        env: dict[str, str] | None = None,
+        raw_output: Path | None = None,
+    ) -> None:
+        """Run ``supervisor ARGS`` in the session, on a ``width`` x ``height`` pane.
+
+        Args:
+            env: Variables set for the supervisor only.
+            raw_output: A file that receives everything the supervisor writes to the terminal,
+                escape sequences included (``pipe-pane -O``), from its first byte.
+        """
         # COLUMNS/LINES (set by pytest and others) would override the pane size in Textual.
-        command = f"env -u COLUMNS -u LINES TERM=xterm-256color {SUPERVISOR} {args}"
+        extra = " ".join(shlex.quote(f"{key}={value}") for key, value in (env or {}).items())
+        command = f"env -u COLUMNS -u LINES TERM=xterm-256color {extra} {SUPERVISOR} {args}"
+        if raw_output is not None:  # the pane starts paused on a read, so nothing is missed
+            command = f"read -r _; exec {command}"
         self("new-session", "-d", "-s", self.session, "-x", str(width), "-y", str(height), command)
+        if raw_output is not None:
+            self("pipe-pane", "-O", "-t", self.session, f"cat >> {shlex.quote(str(raw_output))}")
+            self.keys("Enter")
 
     def screen(self) -> str:
         return self("capture-pane", "-p", "-t", self.session)
