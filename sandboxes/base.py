@@ -31,6 +31,8 @@ from supervisor.ledger.models import PROCESS_HEARTBEAT_SECONDS
 BLOB_THRESHOLD_BYTES = 64 * 1024
 #: A running sandbox row's heartbeat interval; 12 missed ones make it ``lost``.
 HEARTBEAT_SECONDS = PROCESS_HEARTBEAT_SECONDS
+#: How often a run whose output grows reports its size (its progress) to the ledger.
+PROGRESS_SECONDS = 1.0
 
 
 @dataclass
@@ -72,6 +74,9 @@ class RunContext:
         self._beat_lock = threading.Lock()
         self._stop_beats = threading.Event()
         self._beats: threading.Thread | None = None
+        #: The run's output buffers, set by the backend: their sizes are its progress.
+        self.outputs: tuple[CappedBuffer, ...] = ()
+        self._reported_bytes = -1
 
     def report_started(self, pid: int | None, **detail: Any) -> None:
         """Record the process (pid on this host, or backend details) as running.
@@ -92,16 +97,28 @@ class RunContext:
         if self.on_started is not None:
             self.on_started(self)
 
+    def output_bytes(self) -> int:
+        """Bytes the run has written so far (all streams, kept or not)."""
+        return sum(buffer.total for buffer in self.outputs)
+
     def heartbeat(self) -> None:
-        """Refresh the process record's heartbeat (throttled)."""
+        """Refresh the process record's heartbeat and progress (throttled: every heartbeat
+        interval, or every :data:`PROGRESS_SECONDS` while the output grows)."""
         with self._beat_lock:
             now = time.monotonic()
             if not self.started or self._stop_beats.is_set():
                 return
-            if now - self._last_beat < self._beat_every:
+            written = self.output_bytes()
+            since = now - self._last_beat
+            grew = written != self._reported_bytes and since >= PROGRESS_SECONDS
+            if since < self._beat_every and not grew:
                 return
             self._last_beat = now
-            self.sandbox.emit(self.event("sandbox.heartbeat", status="running"))
+            self._reported_bytes = written
+            self.sandbox.emit(
+                self.event("sandbox.heartbeat", status="running",
+                           payload={"output_bytes": written})
+            )  # fmt: skip
 
     def stop_heartbeats(self) -> None:
         """Stop the heartbeat thread (before the run's final event is written)."""
@@ -110,7 +127,7 @@ class RunContext:
             self._beats.join()
 
     def _beat_until_stopped(self) -> None:
-        while not self._stop_beats.wait(self._beat_every / 5):
+        while not self._stop_beats.wait(min(self._beat_every / 5, PROGRESS_SECONDS)):
             try:
                 self.heartbeat()
             except Exception:  # a ledger hiccup must not kill the beat; the next one retries

@@ -139,6 +139,7 @@ class E2BSandbox(Sandbox):
             remote.files.write(f"{workdir}/{name}", data, use_octet_stream=True)
         stdout = CappedBuffer(request.limits.output_cap_bytes)
         stderr = CappedBuffer(request.limits.output_cap_bytes)
+        context.outputs = (stdout, stderr)
         handle = remote.commands.run(
             remote_command(request), background=True, cwd=workdir, envs=dict(request.env),
             timeout=request.timeout_seconds, retain_output=False,

@@ -9,7 +9,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from supervisor.ledger.models import Blob, ProcessRecord, TraceEvent
+from supervisor.ledger.models import Blob, ProcessRecord, ProcessStep, TraceEvent
 
 EventKind = Literal["sandbox.started", "sandbox.heartbeat", "sandbox.finished", "sandbox.refused"]
 
@@ -61,7 +61,12 @@ class RunLedger(Protocol):
     def upsert_process(self, process: ProcessRecord) -> ProcessRecord: ...
 
     def heartbeat(
-        self, process_id: str, *, status: str | None = None, exit_code: int | None = None
+        self,
+        process_id: str,
+        *,
+        status: str | None = None,
+        exit_code: int | None = None,
+        step: ProcessStep | None = None,
     ) -> ProcessRecord | None: ...
 
     def append_trace(self, events: Iterable[TraceEvent]) -> int: ...
@@ -92,10 +97,15 @@ class LedgerSink:
 
     def emit(self, event: RunEvent) -> None:
         """Upsert the process record, refresh its heartbeat, append a trace event."""
-        if event.kind == "sandbox.heartbeat":
-            self.ledger.heartbeat(event.process_id)
-            return
         started_at = self._started_at.setdefault(event.process_id, event.at)
+        step = ProcessStep(
+            kind="sandbox_run", detail=event.command, since=started_at,
+            output_bytes=event.payload.get("output_bytes", 0),
+            limit_seconds=event.payload.get("timeout_seconds"),
+        )  # fmt: skip
+        if event.kind == "sandbox.heartbeat":
+            self.ledger.heartbeat(event.process_id, step=step)
+            return
         if event.kind == "sandbox.finished":
             self._started_at.pop(event.process_id, None)
         self.ledger.upsert_process(
@@ -109,6 +119,7 @@ class LedgerSink:
                 started_at=started_at,
                 heartbeat_at=event.at,
                 exit_code=event.exit_code,
+                step=step if event.kind == "sandbox.started" else None,
             )
         )
         self.ledger.append_trace(

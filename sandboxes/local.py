@@ -158,6 +158,7 @@ class BubblewrapSandbox(Sandbox):
 
         stdout = CappedBuffer(request.limits.output_cap_bytes)
         stderr = CappedBuffer(request.limits.output_cap_bytes)
+        context.outputs = (stdout, stderr)
         extra: dict[str, Any] = {"user": ids[0], "group": ids[1], "extra_groups": []} if ids else {}
         with seccomp.filter_fd() as seccomp_fd:
             process = subprocess.Popen(

@@ -46,7 +46,7 @@ from sandboxes.browser.config import (
 from sandboxes.browser.policy import BrowserPolicy
 from sandboxes.browser.sensitive import hide_encoded_values
 from supervisor.ledger.lease_time import renew_every
-from supervisor.ledger.models import ProcessRecord
+from supervisor.ledger.models import ProcessRecord, ProcessStep
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.redact import KnownSecrets
 
@@ -151,8 +151,21 @@ async def run_agent(
     agent = _build_agent(config, gate, workdir)
     hide_encoded_values(agent, config.sensitive_data)  # percent-encoded in a URL, say
     gate.on_denied = agent.stop  # checked before every step and model call
+
+    async def step_started(running: Any) -> None:
+        """Say which step of how many the worker is on, and at which URL."""
+        url = ""
+        with contextlib.suppress(Exception):
+            url = await running.browser_session.get_current_page_url()
+        step = ProcessStep(
+            kind="browser_step", detail=url, since=datetime.now(UTC),
+            done=int(running.state.n_steps), total=config.max_steps,
+        )  # fmt: skip
+        with contextlib.suppress(Exception):  # a missed progress write is not fatal
+            await asyncio.to_thread(gate.ledger.heartbeat, config.worker_id, step=step)
+
     try:
-        history = await agent.run(max_steps=config.max_steps)
+        history = await agent.run(max_steps=config.max_steps, on_step_start=step_started)
     finally:
         with contextlib.suppress(Exception):
             await agent.close()

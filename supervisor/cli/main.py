@@ -30,6 +30,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "grants": ("supervisor.cli.grants:grants", "Allow calls like an approved one; list, revoke."),
     "mcp-server": ("supervisor.cli.mcp_server:mcp_server", "Read-only ledger view over MCP."),
     "run": ("supervisor.cli.run:run", "Run MODULE:FACTORY as a supervised agent process."),
+    "processes": (
+        "supervisor.cli.processes:processes",
+        "List supervised processes, show one with its log, stop one.",
+    ),
     "resume": ("supervisor.cli.resume:resume", "Run a decided proposal whose agent is gone."),
     "allowlist": ("supervisor.cli.resume:allowlist", "Import references a resume may import."),
 }

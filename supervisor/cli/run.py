@@ -54,6 +54,6 @@ def run(
         argv += ["--log", log_path]
     code = run_supervised(
         reference, text, command=shlex.join(argv), echo=echo_line, thread_id=thread_id,
-        process_id=process_id, decision_timeout=decision_timeout,
+        process_id=process_id, decision_timeout=decision_timeout, log_path=log_path,
     )  # fmt: skip
     sys.exit(code)

@@ -31,6 +31,7 @@ from supervisor.runtime.host import (
     STOPPED_EXIT_CODE,
     RunStopped,
     drive,
+    model_of,
     record_restart,
     register_process,
     stop_on_signals,
@@ -86,7 +87,7 @@ def make_fallback() -> MemAgent:
     return build("fallback")
 
 
-def main(scenario: str) -> int:
+def main(scenario: str, log_path: str | None = None) -> int:
     """Run one scenario to completion (waiting for decisions as needed); returns an exit code.
 
     SIGTERM (the demo quitting) records the run ``stopped`` and releases its lease at once, so
@@ -95,15 +96,16 @@ def main(scenario: str) -> int:
     query, _ = SCENARIOS[scenario]
     agent = build(scenario)
     process = register_process(
-        agent.ledger, f"supervisor.demo.agent {scenario}", f"demo-{scenario}-{os.getpid()}"
-    )
+        agent.ledger, f"supervisor.demo.agent {scenario}", f"demo-{scenario}-{os.getpid()}",
+        log_path=log_path,
+    )  # fmt: skip
 
     def echo(line: str) -> None:
         print(line.replace("[run]", f"[{scenario}]", 1), flush=True)
 
     exit_code, status = 1, "exited"
     try:
-        with stop_on_signals(), process.heartbeats():
+        with stop_on_signals(), process.heartbeats(), process.reporting_steps(model_of(agent)):
             result = drive(
                 agent, query, process, echo, thread_id=f"demo-{scenario}-{uuid.uuid4().hex[:8]}"
             )
@@ -122,4 +124,4 @@ def main(scenario: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))

@@ -191,10 +191,12 @@ def run_demo(
     try:
         for scenario in SCENARIOS:
             # In TUI mode the agents log to files (the app owns the terminal).
-            output = open(home / "logs" / f"{scenario}.log", "ab") if tui else None
+            log = home / "logs" / f"{scenario}.log"
+            output = open(log, "ab") if tui else None
+            argv = [sys.executable, "-m", "supervisor.demo.agent", scenario]
             processes.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "supervisor.demo.agent", scenario],
+                    [*argv, str(log)] if tui else argv,
                     env=env,
                     stdout=output,
                     stderr=subprocess.STDOUT,

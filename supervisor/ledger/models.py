@@ -16,7 +16,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from supervisor.ledger.identity import EnvironmentIdentity
 
@@ -376,6 +376,39 @@ LOST_AFTER_HEARTBEATS = 12
 LOST_AFTER_SECONDS = PROCESS_HEARTBEAT_SECONDS * LOST_AFTER_HEARTBEATS
 
 
+#: What a process can be doing (:attr:`ProcessStep.kind`).
+STEP_KINDS = ("model_call", "tool_call", "waiting_for_approval", "browser_step", "sandbox_run")
+
+
+class ProcessStep(_Frozen):
+    """What a supervised process is doing now, as the process itself last said.
+
+    Attributes:
+        kind: One of :data:`STEP_KINDS` (a newer writer's kind is shown as written).
+        detail: The model, the tool, the URL or the command the step is about (untrusted
+            text: shown escaped).
+        since: When the step began (elapsed time is counted from here).
+        done: Steps done so far, for work with a known length (browser step N...).
+        total: ... of this many at most.
+        output_bytes: Output written so far (sandbox runs).
+        limit_seconds: How long the step may take at most (a sandbox run's timeout).
+    """
+
+    kind: str = Field(max_length=40)
+    detail: str = Field(default="", max_length=500)
+    since: datetime
+    done: int | None = Field(default=None, ge=0)
+    total: int | None = Field(default=None, ge=0)
+    output_bytes: int | None = Field(default=None, ge=0)
+    limit_seconds: float | None = Field(default=None, ge=0)
+
+    @field_validator("detail", mode="before")
+    @classmethod
+    def _cut(cls, value: object) -> object:
+        """A long URL or command is cut to fit rather than refused: it is a display hint."""
+        return value[:497] + "..." if isinstance(value, str) and len(value) > 500 else value
+
+
 class ProcessRecord(_Frozen):
     """A supervised process (agent run, browser worker, sandbox run).
 
@@ -395,6 +428,8 @@ class ProcessRecord(_Frozen):
     exit_code: int | None = None
     lease_expires_at: datetime | None = None
     lost_at: datetime | None = None
+    log_path: str | None = None
+    step: ProcessStep | None = None
 
     def alive_at(self, now: datetime) -> bool:
         """True while the process is live and its lease (or, without one, heartbeat) holds."""

@@ -13,6 +13,7 @@ from supervisor.ledger.models import (
     LOST_AFTER_SECONDS,
     AgentRecord,
     ProcessRecord,
+    ProcessStep,
     ToolRecord,
 )
 
@@ -66,9 +67,15 @@ class RegistryServiceMixin(LedgerBase):
         return process
 
     def heartbeat(
-        self, process_id: str, *, status: str | None = None, exit_code: int | None = None
+        self,
+        process_id: str,
+        *,
+        status: str | None = None,
+        exit_code: int | None = None,
+        step: ProcessStep | None = None,
     ) -> ProcessRecord | None:
-        """Refresh a process's heartbeat and lease (optionally its status and exit code).
+        """Refresh a process's heartbeat and lease (optionally its status, exit code and what
+        it is doing now, ``step``).
 
         A final status (anything but running / waiting for approval) releases the lease at
         once, so whoever waits on the process's proposals sees it gone without a deadline.
@@ -78,7 +85,7 @@ class RegistryServiceMixin(LedgerBase):
         with self.repository.write() as tx:
             return tx.touch_process(
                 process_id, now, status, exit_code,
-                live_statuses=LIVE_PROCESS_STATUSES, lease_until=lease_until,
+                live_statuses=LIVE_PROCESS_STATUSES, lease_until=lease_until, step=step,
             )  # fmt: skip
 
     def mark_lost_processes(self, now: datetime | None = None) -> list[ProcessRecord]:

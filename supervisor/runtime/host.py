@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from supervisor.ledger.lease_time import renew_every
 from supervisor.ledger.models import ProcessRecord
 from supervisor.runtime.agent import MemAgent
 from supervisor.runtime.builder import MemAgentBuilder
+from supervisor.runtime.steps import StepWriter
 
 if TYPE_CHECKING:
     from supervisor.ledger.service import ApprovalLedger
@@ -122,11 +124,35 @@ def build_agent(reference: str) -> MemAgent:
 
 @dataclass
 class SupervisedProcess:
-    """The process-table row of this run and its heartbeat thread."""
+    """The process-table row of this run, its heartbeat thread and its current step."""
 
     ledger: ApprovalLedger
     process_id: str
     status: str = "running"
+    steps: StepWriter | None = None
+
+    def step(self, kind: str, detail: str = "") -> None:
+        """Say what the process does now (shown in the processes pane and CLI)."""
+        if self.steps is not None:
+            self.steps.set(kind, detail)
+
+    def wait_status(self, tool_name: str) -> None:
+        """Record ``waiting_for_approval`` and the step saying on what, in one write."""
+        self.status = "waiting_for_approval"
+        step = self.steps.set("waiting_for_approval", tool_name) if self.steps else None
+        self.ledger.heartbeat(self.process_id, status=self.status, step=step)
+        if self.steps is not None and step is not None:
+            self.steps.written(step)
+
+    @contextmanager
+    def reporting_steps(self, model: str) -> Iterator[None]:
+        """Write this process's current step from its runs' events for the block."""
+        self.steps = StepWriter(self.ledger, self.process_id, model)
+        try:
+            with self.steps.running():
+                yield
+        finally:
+            self.steps = None
 
     def set_status(self, status: str, exit_code: int | None = None) -> None:
         """Record a new status (and exit code) with a heartbeat."""
@@ -157,9 +183,12 @@ class SupervisedProcess:
 
 
 def register_process(
-    ledger: ApprovalLedger, command: str, process_id: str | None = None
+    ledger: ApprovalLedger,
+    command: str,
+    process_id: str | None = None,
+    log_path: str | None = None,
 ) -> SupervisedProcess:
-    """Insert this process into the process table as ``running``."""
+    """Insert this process into the process table as ``running`` (with where it logs)."""
     now = datetime.now(UTC)
     record = ProcessRecord(
         process_id=process_id or f"run-{uuid.uuid4().hex[:12]}",
@@ -170,6 +199,7 @@ def register_process(
         status="running",
         started_at=now,
         heartbeat_at=now,
+        log_path=str(Path(log_path).resolve()) if log_path else None,
     )
     ledger.upsert_process(record)
     return SupervisedProcess(ledger, record.process_id)
@@ -226,7 +256,7 @@ def follow_pauses(
         continued: RunResult | None = None
         process.ledger.record_waiters(process.process_id, [p.proposal_id for p in result.proposals])
         for proposal in result.proposals:
-            process.set_status("waiting_for_approval")
+            process.wait_status(proposal.tool_name)
             echo(f"[run] waiting for a decision on {proposal.proposal_id} ({proposal.tool_name})")
             decided = agent.wait_for_decision(proposal.proposal_id, timeout=decision_timeout)
             if decided.status.value == "pending":
@@ -264,6 +294,11 @@ def record_restart(agent: MemAgent, reference: str, *, allow: bool = True) -> No
             pass  # a read-only config folder: resumes then need --allow or the file fixed
 
 
+def model_of(agent: MemAgent) -> str:
+    """The model an agent asks (what a ``model_call`` step names)."""
+    return str(agent.config.llm.get("model") or "the model")
+
+
 def error_lines(status: str, error: Mapping[str, Any] | None) -> list[str]:
     """A stopped run's error as a person reads it: ``[run] failed [code]: message`` and a hint."""
     if not error:
@@ -283,6 +318,7 @@ def run_supervised(
     thread_id: str | None = None,
     process_id: str | None = None,
     decision_timeout: float = 24 * 3600,
+    log_path: str | None = None,
 ) -> int:
     """Build the agent, record the process, run it under supervision and record the exit.
 
@@ -291,12 +327,12 @@ def run_supervised(
     """
     agent = build_agent(reference)
     record_restart(agent, reference)
-    process = register_process(agent.ledger, command, process_id)
+    process = register_process(agent.ledger, command, process_id, log_path=log_path)
     echo(f"[run] process {process.process_id} (pid {os.getpid()}) on {agent.provider.url}")
     exit_code = 1
     status = "exited"
     try:
-        with stop_on_signals(), process.heartbeats():
+        with stop_on_signals(), process.heartbeats(), process.reporting_steps(model_of(agent)):
             result = drive(
                 agent, text, process, echo, thread_id=thread_id, decision_timeout=decision_timeout
             )

@@ -6,6 +6,7 @@ from typing import Any
 
 from supervisor.ledger.models import TraceEvent
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.runtime import steps
 
 #: Payloads are bounded; anything larger belongs in a blob with a pointer.
 MAX_PAYLOAD_CHARS = 2_000
@@ -47,6 +48,7 @@ class RunTracer:
         Known secret values (the ledger's ``trace_secrets``: API keys, endpoint credentials)
         are replaced before the payload is bounded, so no cut can leave part of one behind.
         """
+        steps.report(kind, tool)
         secrets = self._ledger.trace_secrets
         if secrets:
             payload = secrets.redact_data(payload)

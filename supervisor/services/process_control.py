@@ -69,7 +69,9 @@ def log_folder(db_url: str | None) -> Path:
 
 
 def log_path_of(process: ProcessRecord) -> Path | None:
-    """The ``--log PATH`` recorded in a process's command, if any."""
+    """Where a process logs: the path it recorded, else a ``--log PATH`` in its command."""
+    if process.log_path:
+        return Path(process.log_path)
     try:
         words = shlex.split(process.command)
     except ValueError:
@@ -119,13 +121,19 @@ def _supervisor_command() -> list[str]:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs: an exited process its parent has not reaped yet (a zombie,
+    e.g. a run started by another program) has ended."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 class ProcessControl:

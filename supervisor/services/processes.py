@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from supervisor.ledger.errors import LedgerError
-from supervisor.ledger.models import ProcessRecord, Proposal, ProposalStatus, TraceEvent
+from supervisor.ledger.models import (
+    LIVE_PROCESS_STATUSES,
+    ProcessRecord,
+    ProcessStep,
+    Proposal,
+    ProposalStatus,
+    TraceEvent,
+)
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.services.connection import LedgerConnection, ReaderThread
 from supervisor.services.listeners import Listeners
@@ -42,6 +49,14 @@ class ProcessRow:
     host: str = ""
     exit_code: int | None = None
     lost_at: datetime | None = None
+    step: ProcessStep | None = None
+    log_path: str | None = None
+
+    def doing(self, now: datetime) -> str:
+        """What the process is doing now, with elapsed time and progress (``-``: unknown)."""
+        if self.step is None or self.state not in LIVE_PROCESS_STATUSES:
+            return "-"
+        return step_text(self.step, now)
 
     def heartbeat_age(self, now: datetime) -> float | None:
         """Seconds since the last heartbeat (``None`` when unknown)."""
@@ -55,6 +70,65 @@ ProcessListener = Callable[[list[ProcessRow]], None]
 
 #: ``run`` trace outcomes after which an agent is no longer running a turn.
 _RUN_ENDED = {"awaiting_approval": "waiting for approval"}
+
+
+_BAR_CELLS = 8
+_URL_CHARS = 40
+
+
+def elapsed_text(seconds: float) -> str:
+    """``7s``, ``2m05s``, ``1h03m``."""
+    seconds = max(int(seconds), 0)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def size_text(count: int) -> str:
+    """``512 B``, ``12.3 kB``, ``4.1 MB``."""
+    if count < 1000:
+        return f"{count} B"
+    if count < 1_000_000:
+        return f"{count / 1000:.1f} kB"
+    return f"{count / 1_000_000:.1f} MB"
+
+
+def progress_bar(fraction: float) -> str:
+    """``▰▰▰▱▱▱▱▱`` for ``fraction`` of the work done (clamped to 0..1)."""
+    filled = round(min(max(fraction, 0.0), 1.0) * _BAR_CELLS)
+    return "▰" * filled + "▱" * (_BAR_CELLS - filled)
+
+
+def step_text(step: ProcessStep, now: datetime) -> str:
+    """One line for a process's current step (the detail is untrusted: escape when drawing).
+
+    ``model gpt-4o-mini 3s`` · ``tool create_customer 1s`` · ``waiting for approval
+    (create_customer) 2m05s`` · ``step 3/20 ▰▱▱▱▱▱▱▱ https://...`` · ``run 7s/30s ▰▰▱▱▱▱▱▱
+    12.3 kB``; a kind this release does not know is shown as written.
+    """
+    elapsed_s = (now - step.since).total_seconds()
+    elapsed = elapsed_text(elapsed_s)
+    if step.kind == "model_call":
+        return f"model {step.detail} {elapsed}"
+    if step.kind == "tool_call":
+        return f"tool {step.detail} {elapsed}"
+    if step.kind == "waiting_for_approval":
+        return f"waiting for approval ({step.detail}) {elapsed}"
+    if step.kind == "browser_step" and step.done is not None:
+        url = step.detail if len(step.detail) <= _URL_CHARS else step.detail[: _URL_CHARS - 1] + "…"
+        if step.total:
+            return f"step {step.done}/{step.total} {progress_bar(step.done / step.total)} {url}"
+        return f"step {step.done} {url}"
+    if step.kind == "sandbox_run":
+        size = size_text(step.output_bytes or 0)
+        if step.limit_seconds:
+            limit = elapsed_text(step.limit_seconds)
+            bar = progress_bar(elapsed_s / step.limit_seconds)
+            return f"run {elapsed}/{limit} {bar} {size}"
+        return f"run {elapsed} {size}"
+    return f"{step.kind} {step.detail} {elapsed}".strip()
 
 
 def lost_state(since: datetime) -> str:
@@ -187,6 +261,8 @@ class ProcessesService:
                     host=process.host,
                     exit_code=process.exit_code,
                     lost_at=lost_at,
+                    step=process.step,
+                    log_path=process.log_path,
                 )
             )
         reconciling = self.ledger.list(status=ProposalStatus.NEEDS_RECONCILIATION, limit=200).items

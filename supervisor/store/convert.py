@@ -26,6 +26,7 @@ from supervisor.ledger.models import (
     Execution,
     ExecutorIdentity,
     ProcessRecord,
+    ProcessStep,
     Proposal,
     ProposalStatus,
     QuorumVote,
@@ -373,7 +374,23 @@ def process_from_row(row: ProcessRow) -> ProcessRecord:
         exit_code=row.exit_code,
         lease_expires_at=row.lease_expires_at,
         lost_at=row.lost_at,
+        log_path=row.log_path,
+        step=step_from_json(row.step_json),
     )
+
+
+def step_from_json(text: str | None) -> ProcessStep | None:
+    """A stored step; ``None`` for none, and for one this release cannot read."""
+    if not text:
+        return None
+    try:
+        return ProcessStep.model_validate_json(text)
+    except ValueError:
+        return None
+
+
+def step_to_json(step: ProcessStep | None) -> str | None:
+    return None if step is None else step.model_dump_json()
 
 
 def process_to_values(process: ProcessRecord) -> dict[str, Any]:
@@ -390,6 +407,8 @@ def process_to_values(process: ProcessRecord) -> dict[str, Any]:
         "exit_code": process.exit_code,
         "lease_expires_at": process.lease_expires_at,
         "lost_at": process.lost_at,
+        "log_path": process.log_path,
+        "step_json": step_to_json(process.step),
     }
 
 

@@ -10,12 +10,13 @@ from typing import Any
 import sqlalchemy as sa
 from sqlmodel import Session, SQLModel, col, select
 
-from supervisor.ledger.models import AgentRecord, ProcessRecord, ToolRecord
+from supervisor.ledger.models import AgentRecord, ProcessRecord, ProcessStep, ToolRecord
 from supervisor.store.convert import (
     agent_from_row,
     agent_to_values,
     process_from_row,
     process_to_values,
+    step_to_json,
     tool_from_row,
     tool_to_values,
 )
@@ -77,8 +78,9 @@ class RegistryMixin:
         *,
         live_statuses: Sequence[str],
         lease_until: datetime,
+        step: ProcessStep | None = None,
     ) -> ProcessRecord | None:
-        """Record a heartbeat (and optionally a new status / exit code).
+        """Record a heartbeat (and optionally a new status / exit code / current step).
 
         A row left live renews its lease to ``lease_until``; a row given a final status
         releases it. A ``lost`` row stays lost (a late heartbeat does not revive it).
@@ -87,6 +89,8 @@ class RegistryMixin:
         if row is None:
             return None
         row.heartbeat_at = at
+        if step is not None:
+            row.step_json = step_to_json(step)
         if status is not None:
             row.status = status
         if exit_code is not None:

@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from supervisor.ledger.models import APPROVER_ID_MAX
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The schema version this code writes; ``ledger_meta`` stores the ledger's own."""
 
 
@@ -223,6 +223,8 @@ class ProcessRow(SQLModel, table=True):
     exit_code: int | None = None
     lease_expires_at: datetime | None = _ts(default=None, nullable=True)
     lost_at: datetime | None = _ts(default=None, nullable=True)
+    log_path: str | None = Field(default=None, sa_type=sa.Text, nullable=True)
+    step_json: str | None = Field(default=None, sa_type=sa.Text, nullable=True)
 
 
 class LedgerMetaRow(SQLModel, table=True):

@@ -127,7 +127,7 @@ def test_migrations_are_idempotent_and_match_the_tables(ledger_url: str) -> None
         assert ensure_schema(engine) == SCHEMA_VERSION
         with engine.connect() as conn:
             assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-                ("0006",)
+                ("0007",)
             ]
             assert LEDGER_TABLES <= set(sa.inspect(conn).get_table_names())
             diffs = compare_metadata(

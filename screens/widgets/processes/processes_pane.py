@@ -21,11 +21,14 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
 
 from screens.literal import literal
+from supervisor.ledger.models import LIVE_PROCESS_STATUSES
 from supervisor.services.processes import ProcessRow
 from supervisor.services.rendering import visible_escapes
 
 #: Columns in order; ``name`` (the command) takes whatever width the others leave.
-COLUMNS = ("pid", "state", "kind", "heartbeat", "host", "name")
+COLUMNS = ("pid", "state", "kind", "heartbeat", "host", "doing", "name")
+#: The widest "doing" cell (a long tool name or URL is cut; the detail line has it whole).
+DOING_WIDTH = 48
 _ELLIPSIS = "…"
 
 
@@ -62,13 +65,24 @@ def detail_line(row: ProcessRow | None) -> str:
     if process_id is None:
         return f"agent {row.name}  [{row.state}]"
     where = f"pid {row.pid}" if row.pid is not None else "no pid"
-    return f"{process_id}  {where} on {row.host or '?'}  [{row.state}]  {row.name}"
+    line = f"{process_id}  {where} on {row.host or '?'}  [{row.state}]  {row.name}"
+    step = row.step
+    if (
+        step is not None
+        and row.state in LIVE_PROCESS_STATUSES
+        and step.detail not in ("", row.name)
+    ):
+        line += f"  — {step.kind} {step.detail}"
+    if row.log_path:
+        line += f"  (log {row.log_path})"
+    return line
 
 
 def _cells(row: ProcessRow, now: datetime) -> tuple[str, ...]:
     """The cells of ``row`` that are never shortened (every column but the command)."""
     pid = str(row.pid) if row.pid is not None else "-"
-    return (pid, row.state, row.kind, format_age(row.heartbeat_age(now)), row.host or "-")
+    doing = shorten(visible_escapes(row.doing(now)), DOING_WIDTH)
+    return (pid, row.state, row.kind, format_age(row.heartbeat_age(now)), row.host or "-", doing)
 
 
 class ProcessesPane(DataTable[Text]):
