@@ -115,8 +115,10 @@ def export(
 
 def _register_analysis() -> None:
     from supervisor.cli.analysis import analyze
+    from supervisor.cli.traces_push import push
 
     traces.add_command(analyze)
+    traces.add_command(push)
 
 
 _register_analysis()
