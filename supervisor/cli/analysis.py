@@ -1,7 +1,5 @@
-"""Click commands for the trace analyzer and the OTLP/JSONL exporter.
-
-``analyze`` and ``export_otlp`` are meant to be attached to the ``supervisor traces`` group
-(``traces analyze`` and ``traces export --format otlp-json``).
+"""The trace analyzer's command, ``supervisor traces analyze``, and the ``--since`` parser that
+it shares with ``traces export`` and ``traces push``.
 """
 
 from __future__ import annotations

@@ -81,7 +81,8 @@ def tail(lines: int, follow: bool, agent_id: str | None, as_json: bool, db_url: 
 @traces.command("export")
 @click.option(
     "--format", "fmt", type=click.Choice(["jsonl", "otlp-json"]), default="jsonl",
-    show_default=True, help="JSON lines (what `traces review` reads) or OTLP/JSON GenAI spans.",
+    show_default=True,
+    help="JSON lines (what `traces review` reads) or OTLP/JSON GenAI and approval spans.",
 )  # fmt: skip
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default="-", help="File or -.")
 @click.option("--agent", "agent_id", default=None, help="Only this agent.")
@@ -91,23 +92,19 @@ def export(
     fmt: str, output: str, agent_id: str | None, since: str | None, db_url: str | None
 ) -> None:
     """Export trace events as JSON lines or OpenTelemetry OTLP/JSON spans."""
-    from supervisor.analysis.analyzer import iter_events
-    from supervisor.analysis.export import export_jsonl, export_otlp_json
+    from supervisor.analysis.export import export_jsonl, export_otlp_json, ledger_selection
     from supervisor.cli.analysis import since_option
 
     start = since_option(since)
-    writer = export_otlp_json if fmt == "otlp-json" else export_jsonl
     with open_ledger(db_url, read_only=True) as ledger:
         ledger.head()  # open (and check) the ledger before the output file is created
         stream = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")
         try:
-            events = (
-                event
-                for event in iter_events(ledger)
-                if (agent_id is None or event.agent_id == agent_id)
-                and (start is None or event.at >= start)
-            )
-            written = writer(events, stream)
+            events, approvals = ledger_selection(ledger, agent_id=agent_id, since=start)
+            if fmt == "otlp-json":
+                written = export_otlp_json(events, stream, approvals)
+            else:
+                written = export_jsonl(events, stream)
         finally:
             if stream is not sys.stdout:
                 stream.close()
@@ -118,8 +115,10 @@ def export(
 
 def _register_analysis() -> None:
     from supervisor.cli.analysis import analyze
+    from supervisor.cli.traces_push import push
 
     traces.add_command(analyze)
+    traces.add_command(push)
 
 
 _register_analysis()

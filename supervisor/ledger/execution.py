@@ -38,6 +38,14 @@ class ExecutionMixin(LedgerBase):
         with self.repository.read() as tx:
             return tx.execution(proposal_id)
 
+    def proposals_with_executions(
+        self, after_id: str = "", limit: int = 1000
+    ) -> list[tuple[Proposal, Execution | None]]:
+        """One page of proposals with ids after ``after_id`` (ascending id) and their execution
+        records (``None`` for a proposal never claimed), in one read."""
+        with self.repository.read() as tx:
+            return tx.proposals_with_executions(after_id, max(1, min(limit, 1000)))
+
     def claim(
         self,
         proposal_id: str,

@@ -346,7 +346,8 @@ def _resume_checkpoint(
         continuable = False
     elif proposal.status in DECISIONS:
         result = _decision_result(proposal)
-        tracer.event("approval", tool=proposal.tool_name, outcome_status=result.error_code)
+        tracer.event("approval", tool=proposal.tool_name, outcome_status=result.error_code,
+                     proposal_id=proposal.proposal_id, call_id=call.call_id)  # fmt: skip
         tracer.flush()
         continuable = proposal.status is not _S.NEEDS_RECONCILIATION
     elif proposal.status in (_S.EXECUTED, _S.FAILED):

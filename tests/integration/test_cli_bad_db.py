@@ -271,6 +271,9 @@ def test_the_sdk_gets_a_typed_error_for_a_value_postgres_refuses(postgres_url: s
         pytest.param(["traces", "tail", "-n", "99999999999999999999"], id="tail-lines"),
         pytest.param(["traces", "tail", "-n", "-5"], id="tail-negative"),
         pytest.param(["traces", "export", "--since", "9999999d"], id="export-since"),
+        pytest.param(
+            ["traces", "push", "http://127.0.0.1:9", "--since", "9999999d"], id="push-since"
+        ),
         pytest.param(["traces", "analyze", "--since", "1" * 400 + "w"], id="analyze-since"),
         pytest.param(["proposals", "list", "--status", "nope"], id="not-a-choice"),
     ],

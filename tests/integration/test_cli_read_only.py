@@ -29,6 +29,7 @@ READ_COMMANDS = [
     pytest.param(["proposals", "show", "0" * 32], id="proposals-show"),
     pytest.param(["traces", "tail"], id="traces-tail"),
     pytest.param(["traces", "export", "-o", "out.jsonl"], id="traces-export"),
+    pytest.param(["traces", "push", "http://127.0.0.1:9"], id="traces-push"),
     pytest.param(["traces", "analyze"], id="traces-analyze"),
     pytest.param(["audit", "verify"], id="audit-verify"),
     pytest.param(["audit", "head"], id="audit-head"),
