@@ -283,7 +283,7 @@ def test_an_older_ledger_is_migrated_on_open_and_keeps_its_data(ledger_url: str)
             columns = {column["name"] for column in sa.inspect(connection).get_columns("proposal")}
             values = {k: v for k, v in proposal_to_values(proposal).items() if k in columns}
             connection.execute(sa.table("proposal", *map(sa.column, values)).insert(), values)
-        assert ensure_schema(engine) == SCHEMA_VERSION == 6
+        assert ensure_schema(engine) == SCHEMA_VERSION == 7
         with engine.connect() as connection:
             tables = sa.inspect(connection).get_table_names()
             assert {"semantic_cache", "result_pointer", "policy_version"} <= set(tables)
