@@ -112,6 +112,10 @@ class DecisionActions(Screen[None]):
         event = self.query_one(DetailPane).event
         return event is not None and bool(event.blob_ref)
 
+    def reveal_arguments(self) -> None:
+        """Bring the arguments on screen when a decision was refused for not showing them
+        (a screen that can hide the detail pane shows it)."""
+
     def _guard_ok(self, proposal: Proposal) -> bool:
         guard, shown_at = self.selection.guard, self.selection.shown_at
         if guard is None or guard.proposal_id != proposal.proposal_id:
@@ -120,6 +124,7 @@ class DecisionActions(Screen[None]):
                 title="Arguments not fully shown",
                 severity="error",
             )
+            self.reveal_arguments()
             return False
         settle = self.settings.decision_settle_seconds
         if shown_at is not None and settle > 0:

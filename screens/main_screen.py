@@ -11,10 +11,11 @@ from datetime import datetime
 from time import monotonic
 from typing import ClassVar
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import Worker, WorkerState
 
@@ -62,6 +63,10 @@ DECIDED = {
 }
 
 
+#: Below this many columns the detail pane and the list panes take turns on the whole width.
+NARROW_BELOW = 140
+
+
 class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
     """Watch and steer: everything a supervisor needs on one screen."""
 
@@ -95,6 +100,7 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
         Binding("f", "clear_trace_filter", "All agents", id="clear-trace-filter"),
         Binding("y", "copy", "Copy", id="copy"),
         Binding("colon", "command_mode", "Command", show=False, id="command-mode"),
+        Binding("escape", "back_to_lists", "Lists", show=False, id="back-to-lists"),
     ]
 
     def __init__(
@@ -132,7 +138,7 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
                 yield Static("Agents and processes", classes="pane-title")
                 yield ProcessesPane(id="processes")
                 yield Static("", id="process-detail", markup=False)
-                yield Static("Approval inbox", classes="pane-title")
+                yield Static("Approval inbox", classes="pane-title", id="inbox-title")
                 yield InboxPane(self.settings.high_risk_domains, id="inbox")
                 yield Static("Live trace — all agents", classes="pane-title", id="trace-title")
                 yield TraceView(id="trace")
@@ -145,6 +151,8 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
             return True if self.trace_filter is not ALL_EVENTS else None
         if action == "reconcile_view":
             return self.reconcile_available()
+        if action == "back_to_lists":  # only where the detail pane hides the lists
+            return True if self.has_class("-detail-view") else None
         return super().check_action(action, parameters)
 
     # -- wiring ---------------------------------------------------------------------------
@@ -403,20 +411,60 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
     # keys already waiting, so in "d PageDown" typed fast the PageDown would still reach the
     # inbox and move its cursor.
 
+    # On a narrow terminal (below NARROW_BELOW columns) the list panes and the detail pane
+    # take turns on the whole width: the one holding the focus is shown. ``d`` (or a decision
+    # refused because the arguments were not shown) brings the detail, ``i``/``p``/``t``/``/``
+    # or escape the lists back.
+
+    @property
+    def narrow(self) -> bool:
+        """The detail pane and the list panes are shown one at a time."""
+        return self.has_class("-narrow")
+
+    def on_resize(self, event: events.Resize) -> None:
+        width = event.size.width
+        self.set_class(width < NARROW_BELOW, "-narrow")
+        title = "Approval inbox" + (
+            "  (d: details and arguments, esc: back)" if self.narrow else ""
+        )
+        self.query_one("#inbox-title", Static).update(title)
+        self._show_view(self.focused)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self._show_view(self.focused)
+
+    def _show_view(self, focused: object) -> None:
+        detail = self.query_one(DetailPane)
+        in_detail = isinstance(focused, Widget) and (
+            focused is detail or detail in focused.ancestors
+        )
+        self.set_class(self.narrow and in_detail, "-detail-view")
+
+    def _focus(self, widget: Widget) -> None:
+        self._show_view(widget)  # shown first: a widget that is not displayed takes no focus
+        self.set_focus(widget)
+
+    def reveal_arguments(self) -> None:
+        if self.narrow:
+            self.action_focus_detail()
+
+    def action_back_to_lists(self) -> None:
+        self.action_focus_inbox()
+
     def action_focus_filter(self) -> None:
-        self.set_focus(self.query_one("#inbox-filter"))
+        self._focus(self.query_one("#inbox-filter"))
 
     def action_focus_inbox(self) -> None:
-        self.set_focus(self.query_one("#inbox-table"))
+        self._focus(self.query_one("#inbox-table"))
 
     def action_focus_trace(self) -> None:
-        self.set_focus(self.query_one(TraceView))
+        self._focus(self.query_one(TraceView))
 
     def action_focus_detail(self) -> None:
-        self.set_focus(self.query_one("#detail-arguments"))
+        self._focus(self.query_one("#detail-arguments"))
 
     def action_focus_processes(self) -> None:
-        self.set_focus(self.query_one(ProcessesPane))
+        self._focus(self.query_one(ProcessesPane))
 
     def action_toggle_hash(self) -> None:
         self.query_one(DetailPane).toggle_full_hash()

@@ -57,7 +57,8 @@ def test_markup_in_process_commands_is_shown_literally_in_a_real_terminal(
     tmux: Tmux, tmp_path: Path
 ) -> None:
     url = _seed(tmp_path / "ledger.db")
-    tmux.start_supervisor(f"--db {url}", width=200)
+    # Wide enough for the longest command whole beside the detail pane.
+    tmux.start_supervisor(f"--db {url}", width=220)
     # remain-on-exit keeps a crashed app's pane (and its exit status) readable.
     tmux("set-option", "-t", tmux.session, "remain-on-exit", "on")
     shown = (

@@ -10,6 +10,7 @@ from screens.edit_arguments_screen import EditArgumentsScreen
 from screens.reason_dialog import ReasonDialog
 from screens.run_dialog import RunDialog
 from screens.widgets.detail.detail_pane import DetailPane
+from screens.widgets.inbox.inbox_list import COLUMNS
 from screens.widgets.inbox.inbox_pane import InboxPane
 from supervisor.services.identity import ApproverIdentity
 from supervisor.services.settings import SupervisorSettings
@@ -60,7 +61,8 @@ async def test_risk_reads_the_same_in_the_inbox_and_the_detail(
         inbox = screen.query_one(InboxPane)
         detail = screen.query_one(DetailPane)
         await wait_for(pilot, lambda: "risk high" in drawn_text(detail.query_one("#detail-fields")))
-        assert inbox._row_cells(refund.proposal_id)[4] == "high"
+        names = [name for name, _, _ in COLUMNS]
+        assert dict(zip(names, inbox._row_cells(refund.proposal_id), strict=True))["risk"] == "high"
 
 
 async def test_dialogs_draw_their_keys(

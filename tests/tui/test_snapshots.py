@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+import itertools
+import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,6 +30,15 @@ from supervisor.store.provider import SQLModelProvider
 
 SIZE = (160, 48)
 SnapCompare = Callable[..., bool]
+
+
+@pytest.fixture(autouse=True)
+def _numbered_proposal_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Proposal ids are drawn (the inbox's id column, the detail's id row): number them, so the
+    picture is the same on every run."""
+    numbers = itertools.count(0xA11CE000)
+    fake = SimpleNamespace(uuid4=lambda: uuid.UUID(int=next(numbers) << 96))
+    monkeypatch.setattr("supervisor.ledger.service.uuid", fake)
 
 
 def _settings() -> SupervisorSettings:

@@ -177,6 +177,7 @@ class DetailPane(Vertical):
         shown = "all arguments shown" if self.rendered else f"shown {seen}/{total} rows — scroll"
         header.update(literal(f"{proposal.tool_name}  [{proposal.status.value}]"))
         rows = [
+            f"id          {proposal.proposal_id}",
             f"args hash   {args_hash}{'' if self.full_hash else '…  (h: full)'}",
             f"policy      {proposal.policy_reason or '-'}",
             f"owner       {proposal.owner or '-'}   user {proposal.user or '-'}",

@@ -7,6 +7,7 @@ while the first page is already on screen.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -21,27 +22,61 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-#: Columns and their widths in cells (longer values are clipped; the detail pane shows them whole).
-COLUMNS: tuple[tuple[str, int], ...] = (
-    ("tool", 22),
-    ("agent", 16),
-    ("thread", 12),
-    ("domain", 12),
-    ("risk", 6),
-    ("expires", 9),
+#: Columns: name, the narrowest width worth showing and the width wanted (in cells). The id,
+#: risk and expiry never shrink; the others give way on a narrow terminal and grow, up to twice
+#: what they want, on a wide one (longer values are clipped; the detail pane shows them whole).
+COLUMNS: tuple[tuple[str, int, int], ...] = (
+    ("id", 8, 8),
+    ("tool", 12, 22),
+    ("agent", 8, 16),
+    ("thread", 6, 12),
+    ("domain", 6, 12),
+    ("risk", 6, 6),
+    ("expires", 9, 9),
 )
+#: How many cells of a proposal id the inbox shows (a prefix the CLI accepts).
+ID_WIDTH = COLUMNS[0][1]
 
 Cells = tuple[str, ...]
 
 
-def layout_line(cells: Sequence[str]) -> str:
-    """Cells padded and clipped to the column widths, one space apart."""
-    return " ".join(
-        f"{cell:<{width}.{width}}" for cell, (_, width) in zip(cells, COLUMNS, strict=True)
+@functools.lru_cache(maxsize=64)
+def fit_widths(width: int) -> tuple[int, ...]:
+    """Column widths for a row of ``width`` cells (a leading space, one space between columns).
+
+    Below the wanted total, the shrinking columns lose width in proportion to what they can
+    spare, never below their minimum; above it, they share the extra up to twice what they
+    want. The fixed columns keep their width either way, so an id or a countdown is never cut.
+    """
+    available = width - 1 - (len(COLUMNS) - 1)
+    minimum = [low for _, low, _ in COLUMNS]
+    wanted = [want for _, _, want in COLUMNS]
+    if available >= sum(wanted):
+        widths = list(wanted)
+        extra = available - sum(wanted)
+        room = [want for low, want in zip(minimum, wanted, strict=True) if low < want]
+        if room:
+            share = min(1.0, extra / sum(room))
+            for index, (low, want) in enumerate(zip(minimum, wanted, strict=True)):
+                if low < want:
+                    widths[index] += int(want * share)
+        return tuple(widths)
+    spare = sum(wanted) - sum(minimum)
+    give = max(0, available - sum(minimum))
+    return tuple(
+        low + (give * (want - low)) // spare if spare else low
+        for low, want in zip(minimum, wanted, strict=True)
     )
 
 
-HEADER = " " + layout_line([name for name, _ in COLUMNS])
+def layout_line(cells: Sequence[str], widths: Sequence[int]) -> str:
+    """Cells padded and clipped to ``widths``, one space apart."""
+    return " ".join(f"{cell:<{width}.{width}}" for cell, width in zip(cells, widths, strict=True))
+
+
+def header_line(widths: Sequence[int]) -> str:
+    """The column names laid out like the rows."""
+    return " " + layout_line([name for name, _, _ in COLUMNS], widths)
 
 
 class InboxList(ScrollView, can_focus=True):
@@ -157,7 +192,8 @@ class InboxList(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         if y == 0:
             header = self.rich_style + self.get_component_rich_style("inbox-list--header")
-            return Strip([Segment(HEADER, header)]).adjust_cell_length(width, header)
+            line = header_line(fit_widths(width))
+            return Strip([Segment(line, header)]).adjust_cell_length(width, header)
         index = int(self.scroll_offset.y) + y - 1
         if index >= len(self.row_ids):
             return Strip.blank(width, self.rich_style)
@@ -173,7 +209,8 @@ class InboxList(ScrollView, can_focus=True):
             style = style + self.get_component_rich_style("inbox-list--even-row")
         if cursor:
             style = style + self.get_component_rich_style("inbox-list--cursor")
-        strip = Strip([Segment(" " + layout_line(cells), style)]).adjust_cell_length(width, style)
+        line = " " + layout_line(cells, fit_widths(width))
+        strip = Strip([Segment(line, style)]).adjust_cell_length(width, style)
         self._strips[key] = strip
         return strip
 

@@ -12,7 +12,7 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from screens.literal import literal
-from screens.widgets.inbox.inbox_list import COLUMNS, InboxList
+from screens.widgets.inbox.inbox_list import COLUMNS, ID_WIDTH, InboxList
 from supervisor.ledger.models import Proposal
 from supervisor.services.approvals import InboxChange
 from supervisor.services.rendering import visible_escapes
@@ -91,6 +91,7 @@ class InboxPane(Vertical):
     def _static_cells(self, proposal: Proposal) -> tuple[str, ...]:
         orphan = ORPHAN_BADGE if proposal.proposal_id in self.orphaned else ""
         return (
+            proposal.proposal_id[:ID_WIDTH],
             orphan + quorum_badge(proposal) + visible_escapes(proposal.tool_name),
             visible_escapes(proposal.owner or "-"),
             visible_escapes(proposal.thread_id or "-"),

@@ -29,6 +29,8 @@ from supervisor.services.rendering import visible_escapes
 COLUMNS = ("pid", "state", "kind", "heartbeat", "host", "doing", "name")
 #: The widest "doing" cell (a long tool name or URL is cut; the detail line has it whole).
 DOING_WIDTH = 48
+#: The narrowest a cut "doing" cell gets before the command gives way instead.
+DOING_MIN = 16
 _ELLIPSIS = "…"
 
 
@@ -81,7 +83,7 @@ def detail_line(row: ProcessRow | None) -> str:
 def _cells(row: ProcessRow, now: datetime) -> tuple[str, ...]:
     """The cells of ``row`` that are never shortened (every column but the command)."""
     pid = str(row.pid) if row.pid is not None else "-"
-    doing = shorten(visible_escapes(row.doing(now)), DOING_WIDTH)
+    doing = visible_escapes(row.doing(now))
     return (pid, row.state, row.kind, format_age(row.heartbeat_age(now)), row.host or "-", doing)
 
 
@@ -161,24 +163,36 @@ class ProcessesPane(DataTable[Text]):
             self.chosen = True
             self.post_message(self.ProcessSelected(self.selected_row, by_operator=True))
 
-    def _command_width(self, fixed: list[tuple[str, ...]]) -> int:
-        """Cells left for the command once the other columns have their full width."""
+    def _widths(self, fixed: list[tuple[str, ...]]) -> tuple[int, int]:
+        """Cells for the "doing" cell and the command once the other columns (pid, state,
+        kind, heartbeat, host: never cut) have their full width.
+
+        The step keeps up to :data:`DOING_WIDTH` cells while the command has at least as many;
+        on a narrow terminal both give way, the step down to :data:`DOING_MIN`.
+        """
         padding = 2 * self.cell_padding
-        used = padding  # the command column's own padding
-        for index, name in enumerate(COLUMNS[:-1]):
-            used += padding + max([len(name), *(len(visible_escapes(c[index])) for c in fixed)])
-        return max(len("name") + 2, self.scrollable_content_region.width - used)
+        used = 2 * padding  # the doing and command columns' own padding
+        for index, _ in enumerate(COLUMNS[:-2]):
+            used += padding + max(
+                [len(COLUMNS[index]), *(len(visible_escapes(c[index])) for c in fixed)]
+            )
+        left = max(0, self.scrollable_content_region.width - used)
+        wanted = max([len("doing"), *(len(c[-1]) for c in fixed)])
+        doing = min(wanted, DOING_WIDTH, max(DOING_MIN, left // 2))
+        return doing, max(len("name") + 2, left - doing)
 
     def _draw(self) -> None:
         if self._now is None:
             return
         fixed = [_cells(row, self._now) for row in self.process_rows]
-        width = self._command_width(fixed)
+        doing_width, width = self._widths(fixed)
         self._width = self.scrollable_content_region.width
         self.clear()
         for row, cells in zip(self.process_rows, fixed, strict=True):
             name = shorten(visible_escapes(row.name), width)
-            self.add_row(*(literal(cell) for cell in cells), literal(name), key=row.key)
+            doing = shorten(cells[-1], doing_width)
+            shown = (*cells[:-1], doing, name)
+            self.add_row(*(literal(cell) for cell in shown), key=row.key)
         index = next(
             (i for i, row in enumerate(self.process_rows) if row.key == self.selected_key), None
         )
