@@ -145,8 +145,17 @@ def tools_show(reference: str, as_json: bool) -> None:
     "--reset", is_flag=True,
     help="Start from an empty demo ledger (removes the demo's ledger and agent logs first).",
 )  # fmt: skip
+@click.option(
+    "--approval-ttl", type=click.IntRange(1, 30 * 24 * 3600), default=3600, show_default=True,
+    metavar="SECONDS", help="How long the agents' proposals stay decidable (then they expire).",
+)  # fmt: skip
 def demo(
-    no_tui: bool, auto_approve: bool, home: Path | None, walkthrough: bool, reset: bool
+    no_tui: bool,
+    auto_approve: bool,
+    home: Path | None,
+    walkthrough: bool,
+    reset: bool,
+    approval_ttl: int,
 ) -> None:
     """Run demo agents against a scripted model and supervise them.
 
@@ -175,7 +184,7 @@ def demo(
         opener = open_tui
     code = run_demo(
         home, tui=tui, auto_approve=auto_approve, echo=click.echo,
-        open_tui=opener,
+        open_tui=opener, approval_ttl=approval_ttl,
     )  # fmt: skip
     sys.exit(code)
 

@@ -18,7 +18,7 @@ import sys
 import uuid
 
 from sandboxes import run_code
-from supervisor.demo.model import SCENARIOS
+from supervisor.demo.model import APPROVAL_TTL_ENV, SCENARIOS
 from supervisor.demo.tools import (
     create_customer,
     export_stock_report,
@@ -36,7 +36,13 @@ from supervisor.runtime.host import (
     register_process,
     stop_on_signals,
 )
-from supervisor.runtime.policies import ToolResultPolicy
+from supervisor.runtime.policies import ContextPolicy, ToolResultPolicy
+
+
+def approval_ttl() -> int:
+    """Seconds from ``SUPERVISOR_DEMO_APPROVAL_TTL`` (set by the demo), else one hour."""
+    value = os.environ.get(APPROVAL_TTL_ENV, "")
+    return int(value) if value.isdigit() and int(value) >= 1 else 3600
 
 
 def build(scenario: str) -> MemAgent:
@@ -56,6 +62,7 @@ def build(scenario: str) -> MemAgent:
             ]
         )
         .with_tool_result_policy(ToolResultPolicy(offload_above_chars=8_000))
+        .with_context_policy(ContextPolicy(approval_ttl_seconds=approval_ttl()))
         .build_and_save()
     )
     record_restart(agent, f"supervisor.demo.agent:make_{scenario}", allow=False)

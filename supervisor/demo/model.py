@@ -7,6 +7,9 @@ import json
 from supervisor.testing import CallTools, RecordedRequest, Reply, ToolCall, Turn
 
 #: scenario -> (user request, tool call the model makes)
+#: How long the demo agents' proposals stay decidable (``supervisor demo --approval-ttl``).
+APPROVAL_TTL_ENV = "SUPERVISOR_DEMO_APPROVAL_TTL"
+
 SCENARIOS: dict[str, tuple[str, ToolCall]] = {
     "inventory": (
         "How many A-100 are in the London warehouse?",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import platformdirs
 
-from supervisor.demo.model import SCENARIOS, demo_turn
+from supervisor.demo.model import APPROVAL_TTL_ENV, SCENARIOS, demo_turn
 from supervisor.errors import SupervisorError
 from supervisor.ledger.models import ApproverContext
 from supervisor.services.process_control import ProcessControl
@@ -171,8 +171,12 @@ def run_demo(
     auto_approve: bool,
     echo: Echo,
     open_tui: Callable[[str], None] | None = None,
+    approval_ttl: int | None = None,
 ) -> int:
     """Start the model and the agents, then open the TUI or follow along headless.
+
+    ``approval_ttl`` (seconds) is how long the agents' proposals stay decidable (default: an
+    hour).
 
     Returns:
         0 when every agent finished (or the TUI was closed), 1 otherwise.
@@ -183,6 +187,8 @@ def run_demo(
     provider = SQLModelProvider(url)
     model = ScriptedModel(demo_turn).start()
     env = {**os.environ, **model.env(), "SUPERVISOR_DB": url}
+    if approval_ttl is not None:
+        env[APPROVAL_TTL_ENV] = str(approval_ttl)
     processes: list[subprocess.Popen[bytes]] = []
     browser: _BrowserAgent | None = None
     # Closing the terminal (SIGHUP) or a plain kill (SIGTERM) ends the demo like quitting it

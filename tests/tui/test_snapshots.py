@@ -5,10 +5,10 @@ Regenerate after an intended UI change with ``pytest tests/tui --snapshot-update
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import timedelta
 import itertools
 import uuid
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
