@@ -8,6 +8,7 @@ tmux runs on its own socket; ``pipe-pane -O`` records what the TUI writes to its
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,4 +109,7 @@ def test_each_blocked_proposal_is_announced_once_on_every_channel(
                              "Approval needed: wipe\\u202edisk\\u001b]0;pwned\\u0007"])  # fmt: skip
     assert all("--app-name=Agent Supervisor" in block for block in desktop)
     assert "ops-agent is waiting for you (expires in 60 min)" in desktop[0]
-    assert before not in written
+    # No notice names the earlier proposal (its id is on screen, in the inbox and the detail).
+    notices = re.findall(r"\x1b\](?:9|777);[^\x07]*\x07", written)
+    assert len(notices) == 4 and not any(before in notice for notice in notices), notices
+    assert not any(before in block for block in desktop)

@@ -31,6 +31,8 @@ COLUMNS = ("pid", "state", "kind", "heartbeat", "host", "doing", "name")
 DOING_WIDTH = 48
 #: The narrowest a cut "doing" cell gets before the command gives way instead.
 DOING_MIN = 16
+#: The command keeps this many cells before the "doing" cell is cut below its full width.
+NAME_MIN = 24
 _ELLIPSIS = "…"
 
 
@@ -167,8 +169,9 @@ class ProcessesPane(DataTable[Text]):
         """Cells for the "doing" cell and the command once the other columns (pid, state,
         kind, heartbeat, host: never cut) have their full width.
 
-        The step keeps up to :data:`DOING_WIDTH` cells while the command has at least as many;
-        on a narrow terminal both give way, the step down to :data:`DOING_MIN`.
+        The step keeps its width (up to :data:`DOING_WIDTH`) while the command has
+        :data:`NAME_MIN` cells; on a narrower terminal the step gives way, down to
+        :data:`DOING_MIN`, and then the command.
         """
         padding = 2 * self.cell_padding
         used = 2 * padding  # the doing and command columns' own padding
@@ -178,7 +181,7 @@ class ProcessesPane(DataTable[Text]):
             )
         left = max(0, self.scrollable_content_region.width - used)
         wanted = max([len("doing"), *(len(c[-1]) for c in fixed)])
-        doing = min(wanted, DOING_WIDTH, max(DOING_MIN, left // 2))
+        doing = min(wanted, DOING_WIDTH, max(DOING_MIN, left - NAME_MIN))
         return doing, max(len("name") + 2, left - doing)
 
     def _draw(self) -> None:
