@@ -33,7 +33,7 @@ from support.web_serve import Served, add_operator, error_code, hidden_fields, l
 
 from supervisor.ledger.models import Proposal, ProposalStatus
 from supervisor.store.provider import SQLModelProvider
-from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall
+from supervisor.testing import CallTools, Reply, ScriptedModel, ToolCall, Turn
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 DOCS_IMAGES = TESTS_DIR.parent / "docs" / "images"
@@ -84,10 +84,8 @@ def _decision_records(url: str, proposal_id: str) -> list[dict[str, Any]]:
 def test_an_operator_approves_from_chromium_and_the_agent_resumes(tmp_path: Path) -> None:
     chromium = chromium_or_skip()
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    script = [
-        CallTools([ToolCall("create_customer", {"name": HOSTILE_NAME, "email": "ada@example.com"})]),
-        Reply("Created as approved."),
-    ]  # fmt: skip
+    call = ToolCall("create_customer", {"name": HOSTILE_NAME, "email": "ada@example.com"})
+    script: list[Turn] = [CallTools([call]), Reply("Created as approved.")]
     with ScriptedModel(script) as model:
         env = _env(tmp_path, url, model)
         proposal_id = _pause(env)
@@ -120,6 +118,7 @@ def test_an_operator_approves_from_chromium_and_the_agent_resumes(tmp_path: Path
             page.open(f"{served.base_url}/p/{proposal_id}?h={args_hash}")
             assert " by ada at " in page.text("#state")
             assert page.evaluate("document.querySelector('#approve')") is None
+            _tui_draws(page, served)
         out, err = waiter.communicate(timeout=120)
     assert waiter.returncode == 0, err
     resumed = json.loads(out.strip().splitlines()[-1])
@@ -133,6 +132,15 @@ def test_an_operator_approves_from_chromium_and_the_agent_resumes(tmp_path: Path
     assert record["args_hash"] == args_hash
     verified = run_cli("audit", "verify", "--db", url, env=env)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def _tui_draws(page: ChromiumPage, served: Served) -> None:
+    """``/tui`` runs the real TUI for the logged-in operator: its first bytes reach the page."""
+    page.open(served.base_url + "/tui/")
+    deadline = time.monotonic() + 60
+    while "-first-byte" not in str(page.evaluate("document.body.className")):
+        assert time.monotonic() < deadline, "the TUI sent nothing to the browser"
+        time.sleep(0.2)
 
 
 def _screenshots(page: ChromiumPage, tmp_path: Path) -> None:

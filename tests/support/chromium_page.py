@@ -86,8 +86,8 @@ class ChromiumPage:
         x, y = box
         self._mark()
         for kind in ("mousePressed", "mouseReleased"):
-            self.call("Input.dispatchMouseEvent",
-                      {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})  # fmt: skip
+            event = {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}
+            self.call("Input.dispatchMouseEvent", event)
         self._wait_loaded()
 
     def text(self, selector: str = "body") -> str:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import httpx
+
 from support.cli import SUPERVISOR, run_cli
 
 _START_TIMEOUT_S = 60.0
