@@ -78,11 +78,17 @@ def check_bind(host: str, public_url: str | None, insecure_bind: bool) -> None:
               "(default: the TUI's settle time).")  # fmt: skip
 @click.option("--session-hours", type=float, default=12.0, show_default=True,
               help="How long a login lasts.")  # fmt: skip
+@click.option(
+    "--secure-cookie/--no-secure-cookie",
+    default=None,
+    help="Mark the session cookie Secure (default: when --public-url is https).",
+)
 @click.option("--no-tui", is_flag=True, help="Do not serve the TUI at /tui.")
 @db_option
 def serve(
     host: str, port: int, public_url: str | None, insecure_bind: bool,
-    settle_seconds: float | None, session_hours: float, no_tui: bool, db_url: str | None,
+    settle_seconds: float | None, session_hours: float, secure_cookie: bool | None,
+    no_tui: bool, db_url: str | None,
 ) -> None:  # fmt: skip
     """Serve decision pages (and the TUI at /tui) to named operators.
 
@@ -104,7 +110,7 @@ def serve(
     settings = WebSettings(
         host=host, port=port, public_url=public_url, session_seconds=session_hours * 3600,
         settle_seconds=settle if settle_seconds is None else max(0.0, settle_seconds),
-        db_url=url, tui=not no_tui,
+        db_url=url, tui=not no_tui, secure_cookies=secure_cookie,
     )  # fmt: skip
     with SQLModelProvider(url, must_exist=False) as provider:
         ledger = provider.ledger

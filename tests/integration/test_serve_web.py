@@ -313,6 +313,8 @@ def test_a_wrong_or_revoked_token_gets_no_session(site: Site) -> None:
     operators = {item["name"]: item for item in json.loads(listed.stdout)["operators"]}
     assert operators["leaver"]["active"] is False and operators["grace"]["active"] is True
     assert operators["grace"]["last_login_at"] is not None
+    verified = run_cli("audit", "verify", "--db", site.url)  # operator records are chained too
+    assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
 def test_a_decision_before_the_settle_time_is_refused(site: Site) -> None:
