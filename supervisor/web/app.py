@@ -271,5 +271,10 @@ async def make_web_app(ledger: ApprovalLedger, settings: WebSettings) -> web.App
         web.get("/static/{name}", handlers.static),
     ])  # fmt: skip
     if settings.tui:
+
+        async def tui_slash(request: web.Request) -> web.StreamResponse:
+            raise web.HTTPPermanentRedirect(TUI_PREFIX + "/")
+
+        app.router.add_get(TUI_PREFIX, tui_slash)
         app.add_subapp(TUI_PREFIX + "/", await tui_app(settings.db_url, settings.public_url))
     return app

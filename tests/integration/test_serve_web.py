@@ -377,6 +377,7 @@ def test_the_tui_is_only_for_logged_in_operators(site: Site) -> None:
         assert anonymous.status_code == 303 and anonymous.headers["location"] == "/login"
         assert client.get("/tui/ws").status_code == 303
     with site.client() as client:
+        assert client.get("/tui").headers["location"] == "/tui/"
         page = client.get("/tui/")
         assert page.status_code == 200
         assert "js/textual.js" in page.text and "googleapis" not in page.text
