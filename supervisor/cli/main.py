@@ -36,6 +36,14 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "resume": ("supervisor.cli.resume:resume", "Run a decided proposal whose agent is gone."),
     "allowlist": ("supervisor.cli.resume:allowlist", "Import references a resume may import."),
+    "operators": (
+        "supervisor.cli.operators:operators",
+        "Named operators who decide from the web: add, list, revoke.",
+    ),
+    "serve": (
+        "supervisor.cli.serve:serve",
+        "Decide from a browser or phone: decision pages and the TUI over HTTP.",
+    ),
 }
 
 

@@ -20,8 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from supervisor.ledger.identity import EnvironmentIdentity
 
-Via = Literal["sdk", "tui", "cli", "policy"]
-"""The channel of a decision; ``policy`` is a rule or grant of the stored policy."""
+Via = Literal["sdk", "tui", "cli", "policy", "web"]
+"""The channel of a decision; ``policy`` is a rule or grant of the stored policy, ``web`` a named
+operator on ``supervisor serve``."""
 
 
 class ProposalStatus(StrEnum):

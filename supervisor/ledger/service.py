@@ -36,6 +36,7 @@ from supervisor.ledger.models import (
     ProposalStatus,
     Via,
 )
+from supervisor.ledger.operators import OperatorsMixin
 from supervisor.ledger.policy_versions import PolicyMixin
 from supervisor.ledger.reconcile import ReconcileMixin
 from supervisor.ledger.registry import RegistryServiceMixin
@@ -76,6 +77,7 @@ class ApprovalLedger(
     LeaseServiceMixin,
     PolicyMixin,
     RulesMixin,
+    OperatorsMixin,
     LedgerBase,
 ):
     """Durable approvals shared by every process that opens the same ledger.

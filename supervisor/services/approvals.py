@@ -17,6 +17,7 @@ from typing import Any
 
 from supervisor.ledger.errors import LedgerError, ProposalNotFound
 from supervisor.ledger.models import AuditRecord, Proposal, ProposalStatus, ProposalWaiter
+from supervisor.ledger.operator_tokens import OPERATOR_SUBJECT_PREFIX
 from supervisor.ledger.policy import diff_arguments
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.services.connection import LedgerConnection
@@ -231,8 +232,8 @@ class ApprovalsService:
         upserted: list[Proposal] = []
         removed: list[str] = []
         for subject in subjects:
-            if subject in ("retention", "policy"):  # not proposals
-                continue
+            if subject in ("retention", "policy") or subject.startswith(OPERATOR_SUBJECT_PREFIX):
+                continue  # not proposals
             try:
                 proposal = self.ledger.get(subject)
             except ProposalNotFound:

@@ -45,6 +45,7 @@ from supervisor.store.grants import GrantsMixin
 from supervisor.store.ids import IdsMixin
 from supervisor.store.leases import LeasesMixin
 from supervisor.store.notify import CHANNEL, ChangeProbe, open_probe
+from supervisor.store.operators import OperatorsMixin
 from supervisor.store.policy_versions import POLICY_IN_FORCE_COLUMNS, PolicyVersionsMixin
 from supervisor.store.registry import RegistryMixin
 from supervisor.store.runs import RunsMixin
@@ -169,6 +170,7 @@ class LedgerTx(
     RegistryMixin,
     LeasesMixin,
     GrantsMixin,
+    OperatorsMixin,
     SemanticCacheMixin,
     IdsMixin,
 ):

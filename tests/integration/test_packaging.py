@@ -46,6 +46,8 @@ def test_wheel_contains_packages_and_assets(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("agent_supervisor-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "supervisor/_assets/styles/supervisor.tcss" in names
+    assert "supervisor/_assets/web/serve.css" in names  # `supervisor serve`'s pages
+    assert "supervisor/_assets/web/tui/app_index.html" in names  # and its /tui page
     assert "supervisor/__init__.py" in names
     assert "screens/__init__.py" in names
     assert "sandboxes/__init__.py" in names
