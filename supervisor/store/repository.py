@@ -49,6 +49,7 @@ from supervisor.store.policy_versions import POLICY_IN_FORCE_COLUMNS, PolicyVers
 from supervisor.store.registry import RegistryMixin
 from supervisor.store.runs import RunsMixin
 from supervisor.store.semantic_cache import SemanticCacheMixin
+from supervisor.store.webhooks import WebhooksMixin
 from supervisor.store.tables import (
     AuditRow,
     ExecutionRow,
@@ -170,6 +171,7 @@ class LedgerTx(
     LeasesMixin,
     GrantsMixin,
     SemanticCacheMixin,
+    WebhooksMixin,
     IdsMixin,
 ):
     """One open transaction on the ledger; created by :class:`Repository` only."""
