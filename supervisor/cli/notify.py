@@ -60,9 +60,7 @@ def webhook_json(webhook: Webhook) -> dict[str, Any]:
 
 def delivery_json(delivery: WebhookDelivery) -> dict[str, Any]:
     """A delivery as printed (the claim columns left out)."""
-    data: dict[str, Any] = delivery.model_dump(
-        mode="json", exclude={"claimed_by", "claimed_until"}
-    )
+    data: dict[str, Any] = delivery.model_dump(mode="json", exclude={"claimed_by", "claimed_until"})
     return data
 
 
@@ -93,12 +91,21 @@ def add() -> None:
 
 @add.command("webhook")
 @click.argument("url")
-@click.option("--format", "webhook_format", type=click.Choice(WEBHOOK_FORMATS),
-              default="json", show_default=True,
-              help="json: the documented event; slack: a Slack incoming-webhook message.")
-@click.option("--base-url", metavar="URL", default=None,
-              help="Public URL of the decision pages: events link to URL/p/ID (default: "
-              "SUPERVISOR_PUBLIC_URL of the sender).")
+@click.option(
+    "--format",
+    "webhook_format",
+    type=click.Choice(WEBHOOK_FORMATS),
+    default="json",
+    show_default=True,
+    help="json: the documented event; slack: a Slack incoming-webhook message.",
+)
+@click.option(
+    "--base-url",
+    metavar="URL",
+    default=None,
+    help="Public URL of the decision pages: events link to URL/p/ID (default: "
+    "SUPERVISOR_PUBLIC_URL of the sender).",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON document (with the secret).")
 @db_option  # fmt: skip
 def add_webhook(
@@ -138,8 +145,10 @@ def list_webhooks(show_all: bool, as_json: bool, db_url: str | None) -> None:
         return
     for webhook in found:
         removed = f"  removed {_when(webhook.removed_at)}" if webhook.removed_at else ""
-        echo_line(f"{webhook.webhook_id}  {webhook.format:<5}  {shown_url(webhook.url)}  "
-                  f"added {_when(webhook.created_at)} by {webhook.created_by}{removed}")  # fmt: skip
+        added = f"added {_when(webhook.created_at)} by {webhook.created_by}"
+        echo_line(
+            f"{webhook.webhook_id}  {webhook.format:<5}  {shown_url(webhook.url)}  {added}{removed}"
+        )
 
 
 @notify.command("remove")
@@ -187,8 +196,13 @@ def test(webhook_id: str, as_json: bool, db_url: str | None) -> None:
 
 @notify.command("deliveries")
 @click.option("--failed", is_flag=True, help="Only deliveries that failed for good.")
-@click.option("--state", "states", type=click.Choice(_STATES), multiple=True,
-              help="Only these states (repeatable).")
+@click.option(
+    "--state",
+    "states",
+    type=click.Choice(_STATES),
+    multiple=True,
+    help="Only these states (repeatable).",
+)
 @click.option("--webhook", "webhook_id", metavar="ID", default=None, help="Only this webhook's.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=100, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON document.")
@@ -204,10 +218,12 @@ def deliveries(
     """Webhook deliveries, newest first: state, attempts, last HTTP status and error."""
     from supervisor.ledger.ids import resolve_id
 
-    wanted = list(dict.fromkeys([*states, *(["failed"] if failed else [])]))
+    wanted: list[DeliveryState] = list(dict.fromkeys(states))
+    if failed and "failed" not in wanted:
+        wanted.append("failed")
     with open_ledger(db_url, read_only=True) as ledger:
         full_id = resolve_id(ledger.repository, "webhook", webhook_id) if webhook_id else None
-        found = ledger.deliveries(states=wanted, webhook_id=full_id, limit=limit)  # type: ignore[arg-type]
+        found = ledger.deliveries(states=wanted, webhook_id=full_id, limit=limit)
     if as_json:
         echo_json({"deliveries": [delivery_json(delivery) for delivery in found]})
         return
@@ -220,14 +236,34 @@ def deliveries(
 
 @notify.command("run")
 @click.option("--once", is_flag=True, help="Deliver what is due now, then exit.")
-@click.option("--poll", type=click.FloatRange(0.05, 3600), default=2.0, show_default=True,
-              help="Longest wait between passes (seconds); a ledger change wakes it sooner.")
-@click.option("--max-attempts", type=click.IntRange(1, 50), default=5, show_default=True,
-              help="Attempts per event before it is failed.")
-@click.option("--retry-base", type=click.FloatRange(0.01, 3600), default=5.0,
-              show_default=True, help="Seconds before the first retry (doubled each time).")
-@click.option("--timeout", type=click.FloatRange(0.1, 300), default=10.0, show_default=True,
-              help="Seconds one POST may take.")
+@click.option(
+    "--poll",
+    type=click.FloatRange(0.05, 3600),
+    default=2.0,
+    show_default=True,
+    help="Longest wait between passes (seconds); a ledger change wakes it sooner.",
+)
+@click.option(
+    "--max-attempts",
+    type=click.IntRange(1, 50),
+    default=5,
+    show_default=True,
+    help="Attempts per event before it is failed.",
+)
+@click.option(
+    "--retry-base",
+    type=click.FloatRange(0.01, 3600),
+    default=5.0,
+    show_default=True,
+    help="Seconds before the first retry (doubled each time).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0.1, 300),
+    default=10.0,
+    show_default=True,
+    help="Seconds one POST may take.",
+)
 @db_option  # fmt: skip
 def run(
     once: bool,

@@ -60,4 +60,3 @@ def run_sender(
                 probe.close()
         finally:
             sender.close()
-

@@ -77,7 +77,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        wait = min(self.cap_seconds, self.base_seconds * 2 ** max(attempt - 1, 0))
+        wait = min(self.cap_seconds, self.base_seconds * 2.0 ** max(attempt - 1, 0))
         if retry_after is not None:
             wait = min(self.cap_seconds, max(wait, retry_after))
         return wait

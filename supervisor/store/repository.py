@@ -49,13 +49,13 @@ from supervisor.store.policy_versions import POLICY_IN_FORCE_COLUMNS, PolicyVers
 from supervisor.store.registry import RegistryMixin
 from supervisor.store.runs import RunsMixin
 from supervisor.store.semantic_cache import SemanticCacheMixin
-from supervisor.store.webhooks import WebhooksMixin
 from supervisor.store.tables import (
     AuditRow,
     ExecutionRow,
     ProposalDomainRow,
     ProposalRow,
 )
+from supervisor.store.webhooks import WebhooksMixin
 
 AUDIT_LOCK_KEY = 0x5355_5056_4155_4431  # "SUPVAUD1"
 _PROPOSAL = SQLModel.metadata.tables[ProposalRow.__tablename__]

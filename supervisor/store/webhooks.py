@@ -179,9 +179,7 @@ class WebhooksMixin:
         self, *, states: Sequence[str] = (), webhook_id: str | None = None, limit: int = 100
     ) -> list[WebhookDelivery]:
         """Deliveries, newest first."""
-        query = sa.select(_DELIVERY).order_by(
-            _DELIVERY.c.created_at.desc(), _DELIVERY.c.id.desc()
-        )
+        query = sa.select(_DELIVERY).order_by(_DELIVERY.c.created_at.desc(), _DELIVERY.c.id.desc())
         if states:
             query = query.where(_DELIVERY.c.state.in_(list(states)))
         if webhook_id is not None:

@@ -50,12 +50,8 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("webhook_id", "proposal_id", "event", name="uq_webhook_delivery"),
     )
-    op.create_index(
-        "ix_webhook_delivery_due", "webhook_delivery", ["state", "next_attempt_at"]
-    )
-    op.create_index(
-        "ix_webhook_delivery_created", "webhook_delivery", ["created_at", "id"]
-    )
+    op.create_index("ix_webhook_delivery_due", "webhook_delivery", ["state", "next_attempt_at"])
+    op.create_index("ix_webhook_delivery_created", "webhook_delivery", ["created_at", "id"])
     op.execute(
         sa.text("UPDATE ledger_meta SET value = :version WHERE key = 'schema_version'").bindparams(
             version=str(SCHEMA_VERSION)
