@@ -41,6 +41,7 @@ from supervisor.ledger.webhook_models import (
     shown_url,
 )
 from supervisor.redact import replace_values, text_redactor
+from supervisor.services.listeners import Listeners
 from supervisor.services.rendering import visible_escapes
 from supervisor.services.webhook_payload import cut, request_body
 from supervisor.services.webhook_signing import (
@@ -126,25 +127,33 @@ class WebhookSender:
         client: httpx.Client | None = None,
         on_attempt: Callable[[AttemptReport], None] | None = None,
     ) -> None:
-        import httpx
-
         self.ledger = ledger
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
-        self.client = client or httpx.Client(
-            timeout=timeout, follow_redirects=False,
-            headers={"User-Agent": f"agent-supervisor/{__version__}"},
-        )  # fmt: skip
+        self._client = client
         self._own_client = client is None
         self.on_attempt = on_attempt
         self.holder = f"webhooks:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._redact = text_redactor()
         self._lock = threading.Lock()
 
+    @property
+    def client(self) -> httpx.Client:
+        """The HTTP client, made on first use (a TUI without webhooks never imports httpx)."""
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.Client(
+                timeout=self.timeout, follow_redirects=False,
+                headers={"User-Agent": f"agent-supervisor/{__version__}"},
+            )  # fmt: skip
+        return self._client
+
     def close(self) -> None:
         """Close the HTTP client if this sender made it."""
-        if self._own_client:
-            self.client.close()
+        if self._own_client and self._client is not None:
+            self._client.close()
+            self._client = None
 
     @property
     def claim_seconds(self) -> float:
@@ -308,6 +317,15 @@ class WebhookDispatcher:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._listeners: Listeners[AttemptReport] = Listeners()
+
+    def subscribe(self, listener: Callable[[AttemptReport], None]) -> None:
+        """Call ``listener`` (in the dispatcher's thread) after every attempt."""
+        self._listeners.subscribe(listener)
+
+    def unsubscribe(self, listener: Callable[[AttemptReport], None]) -> None:
+        """Stop calling ``listener``."""
+        self._listeners.unsubscribe(listener)
 
     def start(self) -> None:
         """Start the thread (once)."""
@@ -333,7 +351,8 @@ class WebhookDispatcher:
         while not self._stop.is_set():
             self._wake.clear()
             try:
-                self.sender.deliver_due()
+                for report in self.sender.deliver_due():
+                    self._listeners.publish(report)
             except SupervisorError as error:
                 logger.warning("webhook pass failed: %s", error.code)
                 if self.on_error is not None:
