@@ -336,3 +336,5 @@ def test_the_cli_adds_tests_lists_and_removes_webhooks(sqlite_url: str) -> None:
         assert_one_line_error(missing, "webhook_not_found")
     assert json.loads(run_cli("notify", "list", "--json", "--db", sqlite_url).stdout) == {
         "webhooks": []}  # fmt: skip
+    verified = run_cli("audit", "verify", "--db", sqlite_url)  # add and remove are audited
+    assert verified.returncode == 0, verified.stdout + verified.stderr

@@ -176,3 +176,24 @@ def test_backoff_doubles_up_to_the_cap_and_honours_retry_after() -> None:
     assert [policy.delay(n) for n in (1, 2, 3, 4, 5)] == [5, 10, 20, 30, 30]
     assert policy.delay(1, retry_after=12) == 12
     assert policy.delay(1, retry_after=999) == 30
+
+
+def test_the_documented_stdlib_check_accepts_our_signatures_and_refuses_others() -> None:
+    import re
+    import time
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "notify.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```", doc, re.MULTILINE | re.DOTALL)
+    [snippet] = [block for block in blocks if "def verify(" in block]
+    namespace: dict[str, object] = {}
+    exec(compile(snippet, "docs/notify.md", "exec"), namespace)
+    verify = namespace["verify"]
+    assert callable(verify)
+    body, now = b'{"event":"proposal.blocked"}', int(time.time())
+    header = signature_header(SECRET, now, body)
+    assert verify(SECRET, str(now), body, header) is True
+    assert verify(SECRET, str(now), body + b" ", header) is False
+    assert (
+        verify(SECRET, str(now - 3600), body, signature_header(SECRET, now - 3600, body)) is False
+    )
