@@ -7,13 +7,17 @@ untrusted text cannot ping a channel. Both engines where the ledger matters."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from sqlalchemy.engine import Engine
-from support.cli import assert_one_line_error, run_cli
+from support.cli import SUPERVISOR, assert_one_line_error, run_cli
 from support.webhook_receiver import Received, webhook_receiver
 
 from supervisor.ledger import ManualClock
@@ -338,3 +342,60 @@ def test_the_cli_adds_tests_lists_and_removes_webhooks(sqlite_url: str) -> None:
         "webhooks": []}  # fmt: skip
     verified = run_cli("audit", "verify", "--db", sqlite_url)  # add and remove are audited
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_the_headless_sender_retries_until_delivered_and_stops_on_interrupt(
+    system_ledger: ApprovalLedger, ledger_url: str
+) -> None:
+    ledger = system_ledger
+    with webhook_receiver(statuses=[500, 502]) as receiver:
+        created = ledger.add_webhook(receiver.url)
+        assert SUPERVISOR is not None
+        sender = subprocess.Popen(
+            [SUPERVISOR, "notify", "run", "--poll", "0.1", "--retry-base", "0.2", "--db",
+             ledger_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=os.environ.copy(),
+        )  # fmt: skip
+        try:
+            proposal = ledger.propose("send_email", SCHEMA, {"api_key": API_KEY}, owner="m")
+            deadline = time.monotonic() + 30
+            while len(receiver.requests) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.3)  # a fourth POST would come now
+        finally:
+            sender.send_signal(signal.SIGINT)
+            out, err = sender.communicate(timeout=30)
+        assert sender.returncode == 0, (out, err)
+        assert len(receiver.requests) == 3, out
+    assert [line.split()[0] for line in out.splitlines()] == [
+        "pending", "pending", "delivered", "Stopped."]  # fmt: skip
+    assert "HTTP 500" in out and "retry at" in out and API_KEY not in out
+    for request in receiver.requests:
+        assert API_KEY not in request.body.decode()
+        assert _signed(created.secret, request)["proposal"]["id"] == proposal.proposal_id
+    [delivery] = ledger.deliveries()
+    assert (delivery.state, delivery.attempts, delivery.last_status) == ("delivered", 3, 200)
+
+
+def test_a_sender_that_died_mid_attempt_leaves_the_delivery_to_another_once_its_claim_lapses(
+    ledger: ApprovalLedger, clock: ManualClock
+) -> None:
+    with webhook_receiver() as receiver:
+        ledger.add_webhook(receiver.url)
+        ledger.propose("send_email", SCHEMA, {"to": "a@b.c"})
+        ledger.queue_blocked_deliveries()
+        [taken] = ledger.claim_due_deliveries("dead-sender", claim_seconds=50)
+        assert ledger.claim_due_deliveries("other", claim_seconds=50) == []  # claimed
+        sender = WebhookSender(ledger)
+        assert sender.deliver_due() == []  # the live claim keeps it
+        clock.advance(51)
+        [report] = sender.deliver_due()
+        sender.close()
+        assert (report.state, report.attempt) == ("delivered", 2)
+        assert len(receiver.requests) == 1
+        assert receiver.requests[0].headers["X-Supervisor-Delivery"] == taken.delivery_id
+    # The dead sender's late result changes nothing: it no longer holds the claim.
+    assert not ledger.finish_delivery_attempt(
+        taken, "dead-sender", state="failed", status=None, error="late"
+    )
+    assert ledger.deliveries()[0].state == "delivered"
