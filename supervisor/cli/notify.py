@@ -53,7 +53,7 @@ def webhook_json(webhook: Webhook) -> dict[str, Any]:
     return {
         "webhook_id": webhook.webhook_id, "url": shown_url(webhook.url),
         "format": webhook.format, "base_url": webhook.base_url,
-        "created_at": _when(webhook.created_at), "created_by": webhook.created_by,
+        "created_at": webhook.created_at.isoformat(), "created_by": webhook.created_by,
         "removed_at": webhook.removed_at.isoformat() if webhook.removed_at else None,
     }  # fmt: skip
 

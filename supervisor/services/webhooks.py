@@ -60,6 +60,8 @@ logger = logging.getLogger(__name__)
 
 ERROR_CHARS = 300
 """Longest error text stored per attempt."""
+ANSWER_BYTES = 4096
+"""Most bytes of a failing answer's body read (for its error text)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,16 @@ class AttemptReport:
     @property
     def attempt(self) -> int:
         return self.delivery.attempts
+
+
+def _head(response: httpx.Response, limit: int) -> bytes:
+    """At most ``limit`` bytes of an answer's body (a huge answer is not read to its end)."""
+    read = b""
+    for chunk in response.iter_bytes():
+        read += chunk
+        if len(read) >= limit:
+            break
+    return read[:limit]
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -203,11 +215,6 @@ class WebhookSender:
                 self.on_attempt(report)
         return reports
 
-    def _skip_reason(self, delivery: WebhookDelivery, hook: WebhookSecret | None) -> str | None:
-        if hook is None or hook.webhook.removed_at is not None:
-            return "the webhook was removed"
-        return None
-
     def _proposal(self, delivery: WebhookDelivery) -> tuple[Proposal | None, str | None]:
         if delivery.proposal_id is None:
             return None, None
@@ -223,9 +230,11 @@ class WebhookSender:
 
     def _attempt(self, delivery: WebhookDelivery, hook: WebhookSecret | None) -> AttemptReport:
         shown = shown_url(hook.webhook.url) if hook is not None else "-"
-        skip = self._skip_reason(delivery, hook)
         proposal: Proposal | None = None
-        if skip is None:
+        skip: str | None = None
+        if hook is None or hook.webhook.removed_at is not None:
+            skip = "the webhook was removed"
+        else:
             proposal, skip = self._proposal(delivery)
         if skip is not None or hook is None:
             return self._finish(delivery, shown, "skipped", None, skip)
@@ -259,18 +268,23 @@ class WebhookSender:
         import httpx
 
         try:
-            response = self.client.post(hook.webhook.url, content=body, headers=headers)
+            with self.client.stream(
+                "POST", hook.webhook.url, content=body, headers=headers
+            ) as response:
+                status = response.status_code
+                retry_after = _retry_after(response.headers.get("Retry-After"))
+                detail = b"" if 200 <= status < 300 else _head(response, ANSWER_BYTES)
         except httpx.TimeoutException as error:
             return None, self._error_text(hook, f"timed out ({type(error).__name__})"), None, True
         except httpx.HTTPError as error:
             return None, self._error_text(hook, f"{type(error).__name__}: {error}"), None, True
-        status = response.status_code
+        except (httpx.InvalidURL, ValueError) as error:  # nothing a retry can change
+            return None, self._error_text(hook, f"{type(error).__name__}: {error}"), None, False
         if 200 <= status < 300:
             return status, None, None, False
-        detail = response.text[:ERROR_CHARS]
-        text = self._error_text(hook, f"HTTP {status}" + (f": {detail}" if detail else ""))
-        retryable = status == 429 or status >= 500
-        return status, text, _retry_after(response.headers.get("Retry-After")), retryable
+        answer = detail.decode("utf-8", errors="replace")
+        text = self._error_text(hook, f"HTTP {status}" + (f": {answer}" if answer else ""))
+        return status, text, retry_after, status == 429 or status >= 500
 
     def _error_text(self, hook: WebhookSecret, text: str) -> str:
         """Untrusted text made safe to store and show: secrets out, hidden characters
@@ -357,4 +371,6 @@ class WebhookDispatcher:
                 logger.warning("webhook pass failed: %s", error.code)
                 if self.on_error is not None:
                     self.on_error(error)
+            except Exception as error:  # keep delivering: the next pass may succeed
+                logger.error("webhook pass failed: %s", type(error).__name__)
             self._wake.wait(self.poll_seconds)
