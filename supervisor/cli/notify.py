@@ -103,7 +103,7 @@ def add() -> None:
     "--base-url",
     metavar="URL",
     default=None,
-    help="Public URL of the decision pages: events link to URL/p/ID (default: "
+    help="Public URL of the decision pages: events link to URL/p/ID?h=ARGS_HASH (default: "
     "SUPERVISOR_PUBLIC_URL of the sender).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON document (with the secret).")

@@ -57,7 +57,7 @@ class WebhookServiceMixin(LedgerBase):
         Args:
             url: Where to POST (http or https).
             format: ``json`` or ``slack``.
-            base_url: The public URL of the decision pages (``{base_url}/p/{proposal_id}``).
+            base_url: The public URL of the decision pages (``{base_url}/p/{id}?h={args_hash}``).
 
         Returns:
             The webhook and its secret: show the secret to the operator once, now.

@@ -3,7 +3,7 @@
 The JSON event (``format json``)::
 
     {"event": "proposal.blocked", "delivery_id": "...", "webhook_id": "...",
-     "sent_at": "2026-12-04T18:00:00+00:00", "decision_url": "https://sup.example/p/<id>",
+     "sent_at": "2026-12-04T18:00:00+00:00", "decision_url": "https://sup.example/p/<id>?h=<args_hash>",
      "proposal": {"id": "...", "tool": "send_email", "agent": "mailer", "user": null,
                   "thread_id": "t-1", "reason": "sends email", "risk": null,
                   "domains": ["email"], "args_preview": "{\\"to\\":\\"a@b.c\\", ...}",
@@ -25,6 +25,7 @@ import os
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from supervisor.canonical import canonical_json
 from supervisor.ledger.models import Proposal
@@ -53,13 +54,15 @@ def args_preview(arguments: Any, redact_text: Callable[[str], str] | None = None
     return cut(canonical_json(redact_value(arguments, text)), ARGS_PREVIEW_CHARS)
 
 
-def decision_url(webhook: Webhook, proposal_id: str | None) -> str | None:
-    """``{base_url}/p/{proposal_id}``: the webhook's base URL, else ``SUPERVISOR_PUBLIC_URL``;
-    ``None`` without either (or for a test event)."""
+def decision_url(webhook: Webhook, proposal: Proposal | None) -> str | None:
+    """``{base_url}/p/{proposal_id}?h={args_hash}``, the decision page of exactly this call
+    (the page refuses a link without the hash, and a hash that no longer matches): the
+    webhook's base URL, else ``SUPERVISOR_PUBLIC_URL``; ``None`` without either (or for a test
+    event)."""
     base = webhook.base_url or os.environ.get(PUBLIC_URL_ENV, "").strip()
-    if not base or proposal_id is None:
+    if not base or proposal is None:
         return None
-    return f"{base.rstrip('/')}/p/{proposal_id}"
+    return f"{base.rstrip('/')}/p/{quote(proposal.proposal_id, safe='')}?h={proposal.args_hash}"
 
 
 def proposal_fields(proposal: Proposal, redact_text: Callable[[str], str]) -> dict[str, Any]:
@@ -94,7 +97,7 @@ def event_document(
         "delivery_id": delivery.delivery_id,
         "webhook_id": webhook.webhook_id,
         "sent_at": sent_at.isoformat(),
-        "decision_url": decision_url(webhook, delivery.proposal_id),
+        "decision_url": decision_url(webhook, proposal),
         "proposal": proposal_fields(proposal, redact_text) if proposal is not None else None,
     }
 

@@ -120,7 +120,10 @@ def test_one_signed_post_per_blocked_proposal_with_no_secret_in_it(
             assert request.headers["X-Supervisor-Delivery"] == event["delivery_id"]
             assert request.headers["X-Supervisor-Event"] == "blocked"
             assert event["event"] == "proposal.blocked"
-            assert event["decision_url"] == f"https://sup.example/p/{event['proposal']['id']}"
+            proposal = event["proposal"]
+            assert event["decision_url"] == (
+                f"https://sup.example/p/{proposal['id']}?h={proposal['args_hash']}"
+            )
         by_tool = {event["proposal"]["tool"]: event["proposal"] for event in events}
         email = by_tool["send_email"]
         assert email["agent"] == "mailer" and email["thread_id"] == "t-1"

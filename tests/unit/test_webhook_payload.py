@@ -131,9 +131,10 @@ def test_the_json_event_holds_what_an_approver_needs(monkeypatch: pytest.MonkeyP
     assert event["proposal"]["agent"] == "mailer" and event["proposal"]["risk"] == "high"
     assert event["proposal"]["expires_at"] == (NOW + timedelta(hours=1)).isoformat()
     monkeypatch.setenv("SUPERVISOR_PUBLIC_URL", "https://sup.example/")
-    assert decision_url(_webhook(), "p1") == "https://sup.example/p/p1"
+    link = f"/p/{'p' * 32}?h={'h' * 64}"
+    assert decision_url(_webhook(), _proposal()) == "https://sup.example" + link
     hooked = _webhook(base_url="https://own.example")
-    assert decision_url(hooked, "p1") == "https://own.example/p/p1"
+    assert decision_url(hooked, _proposal()) == "https://own.example" + link
     assert decision_url(hooked, None) is None
     test_event = json.loads(request_body(_webhook(), _delivery(None), None, NOW, NO_ENV))
     assert test_event["event"] == "webhook.test" and test_event["proposal"] is None
