@@ -27,6 +27,7 @@ from supervisor.services.results import ResultsService
 from supervisor.services.review.service import ReviewService
 from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import TracesService
+from supervisor.services.webhooks import WebhookDispatcher, WebhookSender
 from supervisor.store.provider import SQLModelProvider
 
 #: (action, title, help) of the main screen's commands, listed in the command palette.
@@ -190,6 +191,7 @@ def make_app(
     control = process_control or ProcessControl(
         ledger, provider.url if provider is not None else settings.db_url
     )
+    webhooks = WebhookDispatcher(WebhookSender(ledger)) if settings.webhooks else None
     main = MainScreen(
         approvals=approvals,
         traces=traces,
@@ -200,10 +202,18 @@ def make_app(
         connection=connection,
         reconciliation=reconciliation,
         grants=grants,
+        webhooks=webhooks,
     )
     return SupervisorApp(
         main,
-        services=[approvals, grants, traces, processes, reconciliation],
+        services=[
+            approvals,
+            grants,
+            traces,
+            processes,
+            reconciliation,
+            *([webhooks] if webhooks is not None else []),
+        ],
         cleanups=[control.close, *([provider.close] if provider is not None else [])],
     )
 

@@ -29,6 +29,7 @@ from screens.messages import (
     ProcessesRefreshed,
     ProposalDetailLoaded,
     TraceEventsArrived,
+    WebhookAttempted,
 )
 from screens.process_actions import ProcessActions
 from screens.reconcile_actions import ReconcileActions
@@ -50,6 +51,7 @@ from supervisor.services.reconciliation import ReconciliationService
 from supervisor.services.results import ResultsService
 from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import ALL_EVENTS, TraceBatch, TraceFilter, TracesService
+from supervisor.services.webhooks import AttemptReport, WebhookDispatcher
 
 #: The past tense of each decision record's action, for the "decided elsewhere" toast.
 DECIDED = {
@@ -116,9 +118,11 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
         reconciliation: ReconciliationService | None = None,
         grants: GrantsService | None = None,
         notifier: Notifier | None = None,
+        webhooks: WebhookDispatcher | None = None,
     ) -> None:
         super().__init__(approvals=approvals, results=results, settings=settings)
         self.notifier = notifier
+        self.webhooks = webhooks
         self.notices = BlockedNotices(settings.expiry_warning_seconds)
         self.reconciliation = reconciliation
         self.grants = grants
@@ -169,11 +173,16 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
     def _on_connection(self, status: ConnectionStatus) -> None:
         self.post_message(LedgerConnectionChanged(status))
 
+    def _on_webhook(self, report: AttemptReport) -> None:
+        self.post_message(WebhookAttempted(report))
+
     def on_mount(self) -> None:
         self.approvals.subscribe(self._on_inbox)
         self.traces.subscribe(self._on_trace)
         self.processes.subscribe(self._on_processes)
         self.connection.subscribe(self._on_connection)
+        if self.webhooks is not None:
+            self.webhooks.subscribe(self._on_webhook)
         self.follow_reconciliation()
         self._show_connection(self.connection.status())
         self._loaded = self.approvals.loaded
@@ -197,6 +206,8 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
         self.traces.unsubscribe(self._on_trace)
         self.processes.unsubscribe(self._on_processes)
         self.connection.unsubscribe(self._on_connection)
+        if self.webhooks is not None:
+            self.webhooks.unsubscribe(self._on_webhook)
         self.unfollow_reconciliation()
 
     def now(self) -> datetime:
@@ -236,6 +247,8 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
             notices = self.notices.blocked(change.upserted, self.now())
             for notice in notices:
                 self._send(notice)
+            if notices and self.webhooks is not None:
+                self.webhooks.wake()  # its own thread POSTs them; this only signals
             if notices:
                 first = next(p for p in change.upserted if p.proposal_id == notices[0].proposal_id)
                 more = f" (+{len(notices) - 1} more)" if len(notices) > 1 else ""
@@ -254,6 +267,19 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
                     self.load_detail(proposal.proposal_id)
             if change.orphaned:
                 self.prepare_resume()
+
+    def on_webhook_attempted(self, message: WebhookAttempted) -> None:
+        """A webhook delivery that failed for good is said once (retries are not)."""
+        report = message.report
+        if report.state != "failed":
+            return
+        answer = f"HTTP {report.status}" if report.status is not None else "no answer"
+        self.notify(
+            f"{escaped(report.webhook_url)}: {answer} after {report.attempt} attempt(s). "
+            "`supervisor notify deliveries --failed` lists them.",
+            title="Webhook delivery failed",
+            severity="warning",
+        )
 
     def _send(self, notice: Notice) -> None:
         if self.notifier is not None:

@@ -14,6 +14,7 @@ from supervisor.services.connection import ConnectionStatus
 from supervisor.services.process_control import StartedRun
 from supervisor.services.processes import ProcessRow
 from supervisor.services.reconciliation import ReconcileChange
+from supervisor.services.webhooks import AttemptReport
 
 
 @dataclass
@@ -21,6 +22,13 @@ class InboxChanged(Message):
     """The approvals service published a change."""
 
     change: InboxChange
+
+
+@dataclass
+class WebhookAttempted(Message):
+    """The webhook dispatcher attempted one delivery (in its own thread)."""
+
+    report: AttemptReport
 
 
 @dataclass

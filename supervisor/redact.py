@@ -330,6 +330,32 @@ def redact_json(value: Any, redact_text: Callable[[str], str]) -> Any:
     return value
 
 
+SECRET_KEY = re.compile(
+    r"(?i)(pass(word|wd|phrase|code)?|pwd|secret|token|api[_-]?key|apikey|auth|credential|"
+    r"cookie|session|private[_-]?key|signature|ssn|card[_-]?number|cvv|mnemonic|"
+    r"(?:^|[^a-z])(pin|otp|totp|iban|seed|recovery)(?:[^a-z]|$))"
+)
+"""Object keys whose values are taken as secret whatever they look like (``api_key``,
+``password``, ``pin``...)."""
+
+
+def redact_value(value: Any, redact_text: Callable[[str], str] | None = None) -> Any:
+    """JSON data for a view that shows values: every string passed through ``redact_text``
+    (default :func:`redact`), and the value of every key :data:`SECRET_KEY` matches replaced by
+    ``[REDACTED]`` outright, at every depth (an API key has no shape to find by itself)."""
+    text = redact_text or redact
+    if isinstance(value, str):
+        return text(value)
+    if isinstance(value, dict):
+        return {
+            str(key): REDACTED if SECRET_KEY.search(str(key)) else redact_value(item, text)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_value(item, text) for item in value]
+    return value
+
+
 def redact_data(value: Any, *, environ: Mapping[str, str] | None = None) -> Any:
     """JSON data with :func:`redact` applied to every string, keys included, at every depth."""
     return redact_json(value, text_redactor(environ=environ))

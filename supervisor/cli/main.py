@@ -35,6 +35,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
         "List supervised processes, show one with its log, stop one.",
     ),
     "resume": ("supervisor.cli.resume:resume", "Run a decided proposal whose agent is gone."),
+    "notify": (
+        "supervisor.cli.notify:notify",
+        "Webhooks for proposals blocked on you: add, list, remove, test, deliveries, run.",
+    ),
     "allowlist": ("supervisor.cli.resume:allowlist", "Import references a resume may import."),
     "operators": (
         "supervisor.cli.operators:operators",

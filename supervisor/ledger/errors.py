@@ -52,6 +52,10 @@ class IdAmbiguous(LedgerError, LookupError):
         )
 
 
+#: The command that lists a kind of row, where it is not ``supervisor <kind>s list --all``.
+_LIST_COMMAND = {"webhook": "supervisor notify list --all"}
+
+
 class IdPrefixTooShort(LedgerError, ValueError):
     """An id prefix too short to name one row among many."""
 
@@ -62,7 +66,8 @@ class IdPrefixTooShort(LedgerError, ValueError):
         super().__init__(
             f"{given!r} is too short to name a {kind}: type at least {minimum} characters of "
             "its id.",
-            hint=f"List them with `supervisor {kind}s list --all` to copy an id.",
+            hint=f"List them with `{_LIST_COMMAND.get(kind, f'supervisor {kind}s list --all')}` "
+            "to copy an id.",
             given=given,
         )
 

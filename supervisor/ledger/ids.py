@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from supervisor.errors import SupervisorError
 from supervisor.ledger.errors import (
     GrantNotFound,
     IdAmbiguous,
     IdPrefixTooShort,
-    LedgerError,
     ProposalNotFound,
 )
+from supervisor.ledger.webhook_models import WebhookNotFound
 
 if TYPE_CHECKING:
     from supervisor.store.ids import IdKind
@@ -31,7 +32,7 @@ def resolve_id(repository: Repository, kind: IdKind, given: str) -> str:
     """The one id that is ``given`` or starts with it.
 
     Raises:
-        ProposalNotFound, GrantNotFound: None does.
+        ProposalNotFound, GrantNotFound, WebhookNotFound: None does.
         IdAmbiguous: Several do (the candidates are listed, with their tool).
         IdPrefixTooShort: ``given`` is shorter than :data:`MIN_PREFIX` and no id equals it.
     """
@@ -43,5 +44,11 @@ def resolve_id(repository: Repository, kind: IdKind, given: str) -> str:
         raise IdPrefixTooShort(kind, given, MIN_PREFIX)
     if len(found) > 1:
         raise IdAmbiguous(kind, given, found)
-    missing: LedgerError = ProposalNotFound(given) if kind == "proposal" else GrantNotFound(given)
+    missing: SupervisorError
+    if kind == "proposal":
+        missing = ProposalNotFound(given)
+    elif kind == "grant":
+        missing = GrantNotFound(given)
+    else:
+        missing = WebhookNotFound(given)
     raise missing

@@ -41,6 +41,7 @@ from supervisor.ledger.policy_versions import PolicyMixin
 from supervisor.ledger.reconcile import ReconcileMixin
 from supervisor.ledger.registry import RegistryServiceMixin
 from supervisor.ledger.runs import RunsServiceMixin
+from supervisor.ledger.webhooks import WebhookServiceMixin
 from supervisor.rules.grants import check_patterns
 from supervisor.rules.model import CallFacts
 
@@ -78,6 +79,7 @@ class ApprovalLedger(
     PolicyMixin,
     RulesMixin,
     OperatorsMixin,
+    WebhookServiceMixin,
     LedgerBase,
 ):
     """Durable approvals shared by every process that opens the same ledger.

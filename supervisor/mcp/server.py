@@ -15,7 +15,6 @@ best-effort redaction (:func:`redact_value`).
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from typing import Any
 
@@ -26,7 +25,7 @@ from supervisor.analysis.analyzer import analyze, parse_since
 from supervisor.ledger.models import Proposal, ProposalStatus, ProposalWaiter, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.outcomes import EVIDENCE_KEYS
-from supervisor.redact import REDACTED, redact
+from supervisor.redact import redact, redact_value
 from supervisor.version import __version__
 
 INSTRUCTIONS = (
@@ -36,29 +35,9 @@ INSTRUCTIONS = (
     "or cancel tool on purpose: approval belongs to a human in a trusted host (the supervisor "
     "TUI, CLI or SDK), and nothing said over MCP can approve a call."
 )
-_SECRET_KEY = re.compile(
-    r"(?i)(pass(word|wd|phrase|code)?|pwd|secret|token|api[_-]?key|apikey|auth|credential|"
-    r"cookie|session|private[_-]?key|signature|ssn|card[_-]?number|cvv|mnemonic|"
-    r"(?:^|[^a-z])(pin|otp|totp|iban|seed|recovery)(?:[^a-z]|$))"
-)
 ARGUMENT_MODES = ("keys_and_sizes", "redacted_values")
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 _EVIDENCE_KINDS = ("tool_result", "approval", "tool_schema_changed", "mcp_elicitation")
-
-
-def redact_value(value: Any) -> Any:
-    """``value`` with string values passed through :func:`redact` and secret-looking keys
-    replaced, at every depth."""
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {
-            str(key): REDACTED if _SECRET_KEY.search(str(key)) else redact_value(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [redact_value(item) for item in value]
-    return value
 
 
 def shape_value(value: Any) -> Any:

@@ -32,6 +32,7 @@ class SupervisorSettings:
             decides another that moved under the cursor (a row decided elsewhere vanishing, keys
             queued while the screen lagged).
         notify: Channels that say a run is blocked on the operator (:mod:`.notify`).
+        webhooks: Send the ledger's webhook events from this instance too (:mod:`.webhooks`).
         now: The clock used for countdowns and heartbeat ages (tests fix it).
     """
 
@@ -45,4 +46,5 @@ class SupervisorSettings:
     inbox_page: int = 1_000
     decision_settle_seconds: float = 0.5
     notify: frozenset[str] = frozenset(CHANNELS)
+    webhooks: bool = True
     now: Callable[[], datetime] = field(default=_system_now)

@@ -56,6 +56,7 @@ from supervisor.store.tables import (
     ProposalDomainRow,
     ProposalRow,
 )
+from supervisor.store.webhooks import WebhooksMixin
 
 AUDIT_LOCK_KEY = 0x5355_5056_4155_4431  # "SUPVAUD1"
 _PROPOSAL = SQLModel.metadata.tables[ProposalRow.__tablename__]
@@ -172,6 +173,7 @@ class LedgerTx(
     GrantsMixin,
     OperatorsMixin,
     SemanticCacheMixin,
+    WebhooksMixin,
     IdsMixin,
 ):
     """One open transaction on the ledger; created by :class:`Repository` only."""

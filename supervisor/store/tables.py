@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from supervisor.ledger.models import APPROVER_ID_MAX
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """The schema version this code writes; ``ledger_meta`` stores the ledger's own."""
 
 

@@ -35,6 +35,8 @@ READ_COMMANDS = [
     pytest.param(["audit", "head"], id="audit-head"),
     pytest.param(["policy", "show"], id="policy-show"),
     pytest.param(["policy", "history"], id="policy-history"),
+    pytest.param(["notify", "list"], id="notify-list"),
+    pytest.param(["notify", "deliveries", "--json"], id="notify-deliveries"),
 ]
 
 
