@@ -11,6 +11,9 @@ from screens.copy_dialog import CopyDialog, copy_texts
 from screens.grant_actions import GrantActions
 from screens.literal import escaped
 
+if TYPE_CHECKING:
+    from supervisor.ledger.models import Proposal
+
 
 class ConsoleActions(GrantActions):
     """Mixed into the main screen (which provides the selection and the processes pane)."""
@@ -18,6 +21,8 @@ class ConsoleActions(GrantActions):
     if TYPE_CHECKING:
 
         def selected_process_id(self) -> str | None: ...  # ProcessActions
+
+        def proposal_at_cursor(self) -> Proposal | None: ...  # MainScreen
 
     def action_command_mode(self) -> None:
         themes = sorted(self.app.available_themes)
@@ -38,7 +43,7 @@ class ConsoleActions(GrantActions):
         self.call_after_refresh(self.run_action, action)
 
     def action_copy(self) -> None:
-        texts = copy_texts(self.selection.proposal, self.selected_process_id())
+        texts = copy_texts(self.proposal_at_cursor(), self.selected_process_id())
         if not texts:
             self.notify("Nothing selected to copy.", severity="warning")
             return

@@ -371,6 +371,15 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
     def on_inbox_pane_proposal_highlighted(self, message: InboxPane.ProposalHighlighted) -> None:
         self._select(message.proposal)
 
+    def proposal_at_cursor(self) -> Proposal | None:
+        """The proposal a key means: the inbox row under the cursor when the inbox has the
+        focus (the selection follows the cursor by message, so right after a cursor move it
+        can still be the row before: "Down y" would copy the wrong id), else the selection."""
+        inbox = self.query_one(InboxPane)
+        if self.focused is inbox.table:
+            return inbox.highlighted()
+        return self.selection.proposal
+
     def _select(self, proposal: Proposal | None) -> None:
         """Show ``proposal`` (the inbox row under the cursor) in the detail pane."""
         if not self.selection.select(proposal):

@@ -76,9 +76,13 @@ def test_keys_copy_prefix_and_a_100x30_layout_in_a_real_terminal(
     # At 100x30 the lists take the whole width: every pid, state and inbox id is whole.
     pid = str(os.getpid())
     screen = tmux.wait_for(
-        lambda s: all(i[:8] in s for i in ids) and s.count(pid) >= len(PROCESSES),
+        lambda s: (
+            all(i[:8] in s for i in ids)
+            and s.count(pid) >= len(PROCESSES)
+            and "waiting for approval" in s
+        ),
         60,
-        "the inbox ids and the process rows",
+        "the inbox ids, the process rows and the waiting agent",
     )
     process_rows = [line for line in screen.splitlines() if line.strip().startswith(pid)]
     assert len(process_rows) == len(PROCESSES), screen
@@ -125,19 +129,25 @@ def test_keys_copy_prefix_and_a_100x30_layout_in_a_real_terminal(
     tmux.keys("i")
     tmux.wait_for(lambda s: "Copy to the clipboard" not in s, 10, "the copy dialog closing")
     tmux.wait_for(lambda _: bool(_copied(raw)), 10, "the OSC 52 sequence")
-    assert _copied(raw) == [ids[1]]
+    with SQLModelProvider(url) as provider:  # the inbox order: oldest first, ties by id
+        order = sorted(ids, key=lambda i: (provider.ledger.get(i).created_at, i))
+    chosen = order[1]
+    assert _copied(raw) == [chosen]
 
     # A six-character prefix of the copied id approves that proposal, and only that one.
     prefix = _copied(raw)[0][:6]
     done = run_cli("proposals", "approve", prefix, "--db", url, "--approver", "ops")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"approved {ids[1]} by ops"), done.stdout
+    assert done.stdout.startswith(f"approved {chosen} by ops"), done.stdout
     with SQLModelProvider(url) as provider:
-        statuses = [provider.ledger.get(found).status for found in ids]
-    assert statuses == [ProposalStatus.PENDING, ProposalStatus.APPROVED, ProposalStatus.PENDING]
+        statuses = {found: provider.ledger.get(found).status for found in ids}
+    assert statuses == {
+        found: ProposalStatus.APPROVED if found == chosen else ProposalStatus.PENDING
+        for found in ids
+    }
     # The console sees the decision made elsewhere: the row leaves the inbox.
     tmux.wait_for(
-        lambda s: ids[1][:8] not in s and ids[0][:8] in s and ids[2][:8] in s,
+        lambda s: chosen[:8] not in s and order[0][:8] in s and order[2][:8] in s,
         20,
         "the approved proposal leaving the inbox",
     )
