@@ -11,9 +11,6 @@ from screens.copy_dialog import CopyDialog, copy_texts
 from screens.grant_actions import GrantActions
 from screens.literal import escaped
 
-if TYPE_CHECKING:
-    from supervisor.ledger.models import Proposal
-
 
 class ConsoleActions(GrantActions):
     """Mixed into the main screen (which provides the selection and the processes pane)."""
@@ -21,8 +18,6 @@ class ConsoleActions(GrantActions):
     if TYPE_CHECKING:
 
         def selected_process_id(self) -> str | None: ...  # ProcessActions
-
-        def proposal_at_cursor(self) -> Proposal | None: ...  # MainScreen
 
     def action_command_mode(self) -> None:
         themes = sorted(self.app.available_themes)

@@ -116,7 +116,23 @@ class DecisionActions(Screen[None]):
         """Bring the arguments on screen when a decision was refused for not showing them
         (a screen that can hide the detail pane shows it)."""
 
+    def proposal_at_cursor(self) -> Proposal | None:
+        """The proposal a key means right now (a screen with a list cursor says which)."""
+        return self.selection.proposal
+
     def _guard_ok(self, proposal: Proposal) -> bool:
+        at_cursor = self.proposal_at_cursor()
+        if at_cursor is not None and at_cursor.proposal_id != proposal.proposal_id:
+            # The cursor moved and the key came before the selection followed ("Down a"
+            # typed fast): the key must not decide the row the operator just left.
+            self.notify(
+                f"The cursor is on {escaped(at_cursor.tool_name)} now, not on "
+                f"{escaped(proposal.tool_name)}. Check it is the one you mean, then press the "
+                "key again.",
+                title="Selection just changed",
+                severity="warning",
+            )
+            return False
         guard, shown_at = self.selection.guard, self.selection.shown_at
         if guard is None or guard.proposal_id != proposal.proposal_id:
             self.notify(

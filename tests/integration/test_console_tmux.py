@@ -12,6 +12,7 @@ import base64
 import os
 import re
 import socket
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -151,3 +152,23 @@ def test_keys_copy_prefix_and_a_100x30_layout_in_a_real_terminal(
         20,
         "the approved proposal leaving the inbox",
     )
+
+    # "Down a" typed faster than the selection follows never decides the row just left (its
+    # arguments were shown and it has settled, so without the check it would be approved).
+    first_left = order[0]
+    tmux.keys("Home")
+    tmux.keys("d")
+    tmux.wait_for(lambda s: f"id          {first_left}" in s, 10, "the first row's detail")
+    tmux.keys("Escape")
+    tmux.wait_for(lambda s: "Approval inbox" in s, 10, "the lists back")
+    time.sleep(1.5)  # past the settle time
+    tmux.keys("Down", "a")
+    refused = tmux.wait_for(
+        lambda s: "Selection just changed" in s or "Arguments not fully shown" in s,
+        10,
+        "the decision refused",
+    )
+    time.sleep(1.0)
+    with SQLModelProvider(url) as provider:
+        after = {found: provider.ledger.get(found).status for found in ids}
+    assert after == statuses, refused
