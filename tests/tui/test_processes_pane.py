@@ -170,8 +170,11 @@ async def test_pid_and_state_are_never_cut_and_the_detail_line_has_the_full_comm
         screen = main_screen(app)
         pane = screen.query_one(ProcessesPane)
         await wait_for(pilot, lambda: len(pane.process_rows) == 1)
-        # Column widths are fitted once the row's values are laid out, not at the first frame.
-        await wait_for(pilot, lambda: str(child.pid) in drawn_text(pane))
+        # Column widths are fitted once the row's values are laid out, not at the first frame
+        # (a pid of 3 digits fits the header's width before that: wait for the state too).
+        await wait_for(
+            pilot, lambda: str(child.pid) in drawn_text(pane) and "running" in drawn_text(pane)
+        )
         table = drawn_text(pane)
         assert str(child.pid) in table and "running" in table
         assert "supervisor run support" in table and "…" in table
