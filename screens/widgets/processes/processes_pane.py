@@ -18,7 +18,7 @@ from textual import events
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey
 
 from screens.literal import literal
 from supervisor.ledger.models import LIVE_PROCESS_STATUSES
@@ -116,8 +116,10 @@ class ProcessesPane(DataTable[Text]):
         self._width = 0
 
     def on_mount(self) -> None:
+        # Fixed widths set on every draw (from the cells, see _draw): the table's own fitting
+        # happens on a later idle, so a first frame would cut every cell to its header.
         for column in COLUMNS:
-            self.add_column(column, key=column)
+            self.add_column(column, key=column, width=len(column))
 
     @property
     def selected_row(self) -> ProcessRow | None:
@@ -190,6 +192,16 @@ class ProcessesPane(DataTable[Text]):
         fixed = [_cells(row, self._now) for row in self.process_rows]
         doing_width, width = self._widths(fixed)
         self._width = self.scrollable_content_region.width
+        widths = [
+            max([len(name), *(len(visible_escapes(c[index])) for c in fixed)])
+            for index, name in enumerate(COLUMNS[:-2])
+        ]
+        doing_shown = max([len("doing"), *(min(len(c[-1]), doing_width) for c in fixed)])
+        names = [len(visible_escapes(row.name)) for row in self.process_rows]
+        name_shown = max([len("name"), *(min(length, width) for length in names)])
+        for name, cell_width in zip(COLUMNS, [*widths, doing_shown, name_shown], strict=True):
+            column = self.columns[ColumnKey(name)]
+            column.auto_width, column.width = False, cell_width
         self.clear()
         for row, cells in zip(self.process_rows, fixed, strict=True):
             name = shorten(visible_escapes(row.name), width)
