@@ -36,7 +36,7 @@ class ChromiumPage:
 
     def __init__(self, executable: str) -> None:
         self._executable = executable
-        self._profile = Path(tempfile.mkdtemp(prefix="chromium-serve-"))
+        self._profile = Path(tempfile.mkdtemp(prefix="chromium-page-"))
         self._process: subprocess.Popen[bytes] | None = None
         self._socket: ClientConnection | None = None
         self._next_id = 0
