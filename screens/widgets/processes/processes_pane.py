@@ -167,47 +167,47 @@ class ProcessesPane(DataTable[Text]):
             self.chosen = True
             self.post_message(self.ProcessSelected(self.selected_row, by_operator=True))
 
-    def _widths(self, fixed: list[tuple[str, ...]]) -> tuple[int, int]:
-        """Cells for the "doing" cell and the command once the other columns (pid, state,
-        kind, heartbeat, host: never cut) have their full width.
+    def _widths(self, fixed: list[tuple[str, ...]]) -> tuple[list[int], int, int]:
+        """Widths of the columns that are never cut (pid, state, kind, heartbeat, host: their
+        widest cell), and the cells left for the "doing" cell and the command.
 
         The step keeps its width (up to :data:`DOING_WIDTH`) while the command has
         :data:`NAME_MIN` cells; on a narrower terminal the step gives way, down to
         :data:`DOING_MIN`, and then the command.
         """
+        whole = [
+            max([len(name), *(len(visible_escapes(c[index])) for c in fixed)])
+            for index, name in enumerate(COLUMNS[:-2])
+        ]
         padding = 2 * self.cell_padding
-        used = 2 * padding  # the doing and command columns' own padding
-        for index, _ in enumerate(COLUMNS[:-2]):
-            used += padding + max(
-                [len(COLUMNS[index]), *(len(visible_escapes(c[index])) for c in fixed)]
-            )
+        used = padding * len(COLUMNS) + sum(whole)
         left = max(0, self.scrollable_content_region.width - used)
         wanted = max([len("doing"), *(len(c[-1]) for c in fixed)])
         doing = min(wanted, DOING_WIDTH, max(DOING_MIN, left - NAME_MIN))
-        return doing, max(len("name") + 2, left - doing)
+        return whole, doing, max(len("name") + 2, left - doing)
 
     def _draw(self) -> None:
         if self._now is None:
             return
         fixed = [_cells(row, self._now) for row in self.process_rows]
-        doing_width, width = self._widths(fixed)
+        whole, doing_width, width = self._widths(fixed)
         self._width = self.scrollable_content_region.width
-        widths = [
-            max([len(name), *(len(visible_escapes(c[index])) for c in fixed)])
-            for index, name in enumerate(COLUMNS[:-2])
+        shown = [
+            (
+                *cells[:-1],
+                shorten(cells[-1], doing_width),
+                shorten(visible_escapes(row.name), width),
+            )
+            for row, cells in zip(self.process_rows, fixed, strict=True)
         ]
-        doing_shown = max([len("doing"), *(min(len(c[-1]), doing_width) for c in fixed)])
-        names = [len(visible_escapes(row.name)) for row in self.process_rows]
-        name_shown = max([len("name"), *(min(length, width) for length in names)])
-        for name, cell_width in zip(COLUMNS, [*widths, doing_shown, name_shown], strict=True):
+        cut = [max([len(name), *(len(row[index]) for row in shown)])
+               for index, name in enumerate(COLUMNS) if index >= len(whole)]  # fmt: skip
+        for name, cell_width in zip(COLUMNS, [*whole, *cut], strict=True):
             column = self.columns[ColumnKey(name)]
             column.auto_width, column.width = False, cell_width
         self.clear()
-        for row, cells in zip(self.process_rows, fixed, strict=True):
-            name = shorten(visible_escapes(row.name), width)
-            doing = shorten(cells[-1], doing_width)
-            shown = (*cells[:-1], doing, name)
-            self.add_row(*(literal(cell) for cell in shown), key=row.key)
+        for row, cells in zip(self.process_rows, shown, strict=True):
+            self.add_row(*(literal(cell) for cell in cells), key=row.key)
         index = next(
             (i for i, row in enumerate(self.process_rows) if row.key == self.selected_key), None
         )
