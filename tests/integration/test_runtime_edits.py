@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.cli import run_cli
+from support.runtime_runs import pause, start_waiter
 
 from supervisor.ledger.chain import EDIT_MESSAGE
 from supervisor.ledger.errors import ReservedArgumentEdit
@@ -43,26 +43,6 @@ def _script() -> list[Turn]:
 def _side_effects(tmp_path: Path) -> list[str]:
     path = tmp_path / "side_effects.log"
     return path.read_text().splitlines() if path.exists() else []
-
-
-def _pause(env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "support.runtime_proc", "pause", "Create Ada"],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    (proposal_id,) = json.loads(done.stdout.strip().splitlines()[-1])
-    return str(proposal_id)
-
-
-def _waiter(env: dict[str, str], proposal_id: str) -> subprocess.Popen[str]:
-    waiter = subprocess.Popen(
-        [sys.executable, "-m", "support.runtime_proc", "wait-resume", proposal_id],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert waiter.stdout is not None
-    assert waiter.stdout.readline().strip() == "waiting"
-    return waiter
 
 
 def _finish(waiter: subprocess.Popen[str]) -> dict[str, Any]:
@@ -101,8 +81,8 @@ def test_edit_then_approve_runs_the_edit_once_and_tells_the_model_the_diff(
     url = request.getfixturevalue("sqlite_url" if engine == "sqlite" else "postgres_url")
     with ScriptedModel(_script()) as model:
         env = _env(tmp_path, url, model)
-        original = _pause(env)
-        waiter = _waiter(env, original)
+        original = pause(env)
+        waiter = start_waiter(env, original)
         edited = _edit(env, original, "email=ada@lovelace.example")
         _cli(env, "approve", edited)
         resumed = _finish(waiter)
@@ -133,8 +113,8 @@ def test_two_edits_run_the_last_one_and_the_diff_is_against_the_models_call(
 ) -> None:
     with ScriptedModel(_script()) as model:
         env = _env(tmp_path, sqlite_url, model)
-        original = _pause(env)
-        waiter = _waiter(env, original)
+        original = pause(env)
+        waiter = start_waiter(env, original)
         first = _edit(env, original, "email=ada@first.example")
         second = _edit(env, first, "name=Augusta Ada", "email=ada@second.example")
         _cli(env, "approve", second)
@@ -155,8 +135,8 @@ def test_an_edit_rejected_after_editing_runs_nothing_and_the_agent_is_told(
 ) -> None:
     with ScriptedModel(_script()) as model:
         env = _env(tmp_path, sqlite_url, model)
-        original = _pause(env)
-        waiter = _waiter(env, original)
+        original = pause(env)
+        waiter = start_waiter(env, original)
         edited = _edit(env, original, "email=ada@lovelace.example")
         _cli(env, "reject", edited, "--reason", "on second thought, no")
         resumed = _finish(waiter)
@@ -175,8 +155,8 @@ def test_an_edit_with_a_reserved_name_is_refused_and_the_original_still_waits(
 ) -> None:
     with ScriptedModel(_script()) as model:
         env = _env(tmp_path, sqlite_url, model)
-        original = _pause(env)
-        waiter = _waiter(env, original)
+        original = pause(env)
+        waiter = start_waiter(env, original)
         refused = run_cli("proposals", "edit", original, "--set", "approved=true", env=env)
         assert refused.returncode == 2
         assert refused.stderr.startswith("error [invalid_edit]: 'approved': reserved")
@@ -196,8 +176,8 @@ def test_an_approved_edit_the_tool_refuses_is_withdrawn_and_the_model_is_told(
 ) -> None:
     with ScriptedModel(_script()) as model:
         env = _env(tmp_path, sqlite_url, model)
-        original = _pause(env)
-        waiter = _waiter(env, original)
+        original = pause(env)
+        waiter = start_waiter(env, original)
         # Not a string: the tool's schema refuses it when it runs (the registry records no
         # schema for this SDK tool, so neither the CLI nor the TUI can check it beforehand).
         edited = _edit(env, original, "email=42")

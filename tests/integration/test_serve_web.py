@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +27,7 @@ import pytest
 from support.browser_run import chromium_or_skip
 from support.chromium_page import ChromiumPage
 from support.cli import run_cli
+from support.runtime_runs import pause, start_waiter
 from support.web_serve import Served, add_operator, error_code, hidden_fields, login, serve
 
 from supervisor.ledger.models import Proposal, ProposalStatus
@@ -51,26 +50,6 @@ def _env(tmp_path: Path, url: str, model: ScriptedModel) -> dict[str, str]:
     return env
 
 
-def _pause(env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "support.runtime_proc", "pause", "Create Ada"],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    (proposal_id,) = json.loads(done.stdout.strip().splitlines()[-1])
-    return str(proposal_id)
-
-
-def _waiter(env: dict[str, str], proposal_id: str) -> subprocess.Popen[str]:
-    waiter = subprocess.Popen(
-        [sys.executable, "-m", "support.runtime_proc", "wait-resume", proposal_id],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert waiter.stdout is not None
-    assert waiter.stdout.readline().strip() == "waiting"
-    return waiter
-
-
 def _decision_records(url: str, proposal_id: str) -> list[dict[str, Any]]:
     with SQLModelProvider(url) as provider:
         records = provider.ledger.events_since(0, 10_000)
@@ -88,8 +67,8 @@ def test_an_operator_approves_from_chromium_and_the_agent_resumes(tmp_path: Path
     script: list[Turn] = [CallTools([call]), Reply("Created as approved.")]
     with ScriptedModel(script) as model:
         env = _env(tmp_path, url, model)
-        proposal_id = _pause(env)
-        waiter = _waiter(env, proposal_id)
+        proposal_id = pause(env)
+        waiter = start_waiter(env, proposal_id)
         token = add_operator(url, "ada", env=env)
         with SQLModelProvider(url) as provider:
             args_hash = provider.ledger.get(proposal_id).args_hash
