@@ -35,6 +35,7 @@ from supervisor.ledger.models import (
     ProposalPage,
     ProposalStatus,
     Via,
+    runtime_of,
 )
 from supervisor.ledger.operators import OperatorsMixin
 from supervisor.ledger.policy_versions import PolicyMixin
@@ -110,6 +111,8 @@ class ApprovalLedger(
         risk: str | None = None,
         read_only: bool = False,
         grantable: bool = True,
+        runtime: str | None = None,
+        turn_id: str | None = None,
     ) -> Proposal:
         """Record an exact tool call and let the stored policy decide it, or a person.
 
@@ -135,6 +138,10 @@ class ApprovalLedger(
             risk: A free-form risk label.
             read_only: The tool is read-only and deterministic (rules default to allow).
             grantable: False for tools marked never-grantable: no grant may allow the call.
+            runtime: Which runtime asks (``claude-code``, ``mcp:<server>``, ``acp:<agent>``);
+                by default derived from the target (``mcp:<server>``) or ``sdk``.
+            turn_id: The assistant turn the call belongs to, where the runtime knows it;
+                batch approval never crosses a turn.
 
         Returns:
             The new proposal (pending, or decided by the policy), with canonical arguments and
@@ -169,6 +176,8 @@ class ApprovalLedger(
             created_at=now,
             updated_at=now,
             expires_at=now + timedelta(seconds=ttl),
+            runtime=runtime or runtime_of(target),
+            turn_id=turn_id,
         )
         facts = CallFacts(
             tool=tool_name, arguments=validated, domains=proposal.domains, agent=owner,
@@ -202,6 +211,7 @@ class ApprovalLedger(
         thread_id: str | None = None,
         tool_name: str | None = None,
         domain: str | None = None,
+        runtime: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
         newest_first: bool = False,
@@ -214,6 +224,7 @@ class ApprovalLedger(
             thread_id: Agent thread.
             tool_name: Tool name.
             domain: Policy domain.
+            runtime: Runtime that asked (``sdk``, ``claude-code``, ``mcp:<server>``...).
             limit: Page size (1-1000).
             cursor: ``next_cursor`` of the previous page.
             newest_first: Descending order instead of ascending.
@@ -231,7 +242,7 @@ class ApprovalLedger(
         with self.repository.read() as tx:
             rows = tx.list_proposals(
                 statuses=statuses, owner=owner, thread_id=thread_id, tool_name=tool_name,
-                domain=domain, after=decode_cursor(cursor) if cursor else None,
+                domain=domain, runtime=runtime, after=decode_cursor(cursor) if cursor else None,
                 newest_first=newest_first, limit=size + 1,
             )  # fmt: skip
         items = rows[:size]

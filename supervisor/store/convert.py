@@ -92,6 +92,8 @@ def proposal_from_row(row: ProposalRow | Any) -> Proposal:
         approvals_required=row.approvals_required,
         approvals=tuple(QuorumVote.model_validate(vote) for vote in loads(row.approvals_json, [])),
         grantable=row.grantable,
+        runtime=row.runtime,
+        turn_id=row.turn_id,
     )
 
 
@@ -128,6 +130,8 @@ def proposal_to_values(proposal: Proposal) -> dict[str, Any]:
         "approvals_required": proposal.approvals_required,
         "approvals_json": votes_json(proposal.approvals),
         "grantable": proposal.grantable,
+        "runtime": proposal.runtime,
+        "turn_id": proposal.turn_id,
     }
 
 

@@ -316,6 +316,7 @@ class LedgerTx(
         thread_id: str | None = None,
         tool_name: str | None = None,
         domain: str | None = None,
+        runtime: str | None = None,
         after: tuple[datetime, str] | None = None,
         newest_first: bool = False,
         limit: int = 50,
@@ -330,6 +331,8 @@ class LedgerTx(
             query = query.where(ProposalRow.thread_id == thread_id)
         if tool_name is not None:
             query = query.where(ProposalRow.tool_name == tool_name)
+        if runtime is not None:
+            query = query.where(ProposalRow.runtime == runtime)
         if domain is not None:
             query = query.where(
                 sa.exists().where(

@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from supervisor.ledger.models import APPROVER_ID_MAX
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """The schema version this code writes; ``ledger_meta`` stores the ledger's own."""
 
 
@@ -57,6 +57,7 @@ class ProposalRow(SQLModel, table=True):
         sa.Index("ix_proposal_tool", "tool_name", "created_at", "id"),
         sa.Index("ix_proposal_status_expires", "status", "expires_at"),
         sa.Index("ix_proposal_status_updated", "status", "updated_at"),
+        sa.Index("ix_proposal_runtime", "runtime", "created_at", "id"),
     )
 
     id: str = Field(primary_key=True, max_length=64)
@@ -88,6 +89,8 @@ class ProposalRow(SQLModel, table=True):
     approvals_required: int = 1
     approvals_json: str = Field(sa_type=sa.Text, default="[]")
     grantable: bool = True
+    runtime: str = Field(default="sdk", max_length=200, sa_column_kwargs={"server_default": "sdk"})
+    turn_id: str | None = Field(default=None, max_length=200)
 
 
 class ProposalDomainRow(SQLModel, table=True):
