@@ -9,6 +9,7 @@ BIN := $(dir $(PY))
 
 setup: .venv/bin/python
 	bash .ci/system-deps.sh
+	bash .ci/node-deps.sh
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 
