@@ -12,6 +12,7 @@
 #   chromium         chromium     - browser worker
 #   chromium-driver  chromedriver - browser worker
 #   tmux             tmux         - driving the TUI in end-to-end tests
+#   nodejs, npm      node, npm    - the real npm clients the e2e tests drive (.ci/node-deps.sh)
 #   libseccomp2      libseccomp.so.2 - the tests check the sandbox's seccomp syscall numbers
 #                    against its tables (the sandbox itself does not load it)
 #
@@ -47,11 +48,13 @@ is_present() {
         chromium) command -v chromium >/dev/null 2>&1 ;;
         chromium-driver) command -v chromedriver >/dev/null 2>&1 ;;
         tmux) command -v tmux >/dev/null 2>&1 ;;
+        nodejs) command -v node >/dev/null 2>&1 ;;
+        npm) command -v npm >/dev/null 2>&1 ;;
         *) dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed' ;;
     esac
 }
 
-PACKAGES=(postgresql bubblewrap chromium chromium-driver tmux libseccomp2)
+PACKAGES=(postgresql bubblewrap chromium chromium-driver tmux libseccomp2 nodejs npm)
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
