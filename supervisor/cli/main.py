@@ -44,6 +44,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
         "supervisor.cli.operators:operators",
         "Named operators who decide from the web: add, list, revoke.",
     ),
+    "hook": (
+        "supervisor.cli.hook:hook",
+        "Put Claude Code behind the ledger: its hook, install, uninstall.",
+    ),
     "serve": (
         "supervisor.cli.serve:serve",
         "Decide from a browser or phone: decision pages and the TUI over HTTP.",
