@@ -35,6 +35,7 @@ from supervisor.ledger.models import (
     Execution,
     ExecutorIdentity,
     Proposal,
+    ProcessStep,
     ProposalStatus,
     TraceEvent,
 )
@@ -310,7 +311,10 @@ def supervised_wait(ledger: ApprovalLedger, event: HookEvent, proposal: Proposal
         kind=RUNTIME,
     )
     ledger.record_waiters(process.process_id, [proposal.proposal_id])
-    process.wait_status(event.tool_name)
+    step = ProcessStep(
+        kind="waiting_for_approval", detail=event.tool_name, since=ledger.clock.now()
+    )
+    ledger.heartbeat(process.process_id, status="waiting_for_approval", step=step)
     try:
         with process.heartbeats():
             yield
