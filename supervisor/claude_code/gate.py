@@ -34,8 +34,8 @@ from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import (
     Execution,
     ExecutorIdentity,
-    Proposal,
     ProcessStep,
+    Proposal,
     ProposalStatus,
     TraceEvent,
 )

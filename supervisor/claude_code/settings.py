@@ -7,7 +7,8 @@ event holding one command hook::
       "PreToolUse":  [{"matcher": "*", "hooks": [{"type": "command", "timeout": 600,
                        "command": "/path/to/supervisor hook claude-code --timeout 600"}]}],
       "PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "timeout": 60,
-                       "command": "/path/to/supervisor hook claude-code --timeout 60"}]}]}}
+                       "command": "/path/to/supervisor hook claude-code --timeout 60"}]}],
+      "PostToolUseFailure": [... the same as PostToolUse ...]}}
 
 Installing merges into what is there (other keys, other events, other hooks of the same event
 stay as they were) and replaces an earlier supervisor entry instead of adding a second one;
@@ -38,7 +39,7 @@ DEFAULT_TIMEOUT = 600
 #: The PostToolUse hook only records a result.
 OUTCOME_TIMEOUT = 60
 #: The events the entry hooks, and whether the hook blocks on a decision there.
-EVENTS: dict[str, bool] = {"PreToolUse": True, "PostToolUse": False}
+EVENTS: dict[str, bool] = {"PreToolUse": True, "PostToolUse": False, "PostToolUseFailure": False}
 
 
 class SettingsInvalid(SupervisorError, ValueError):

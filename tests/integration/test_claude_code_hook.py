@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from supervisor.ledger.models import ProposalStatus
-from supervisor.testing import ScriptedModel
-from tests.support.claude_code import (
+from support.claude_code import (
     bash_then_echo,
     finish,
     make_home,
     wait_pending,
     wait_process,
 )
+
+from supervisor.ledger.models import ProposalStatus
+from supervisor.testing import ScriptedModel
 
 
 def test_approval_from_another_process_lets_the_command_run_and_records_its_outcome(
@@ -40,7 +41,7 @@ def test_approval_from_another_process_lets_the_command_run_and_records_its_outc
             assert pending.turn_id is not None and pending.turn_id.startswith("msg_")
             waiting = wait_process(ledger, "waiting_for_approval")
             assert waiting[0].step is not None and waiting[0].step.detail == "Bash"
-            assert pending.thread_id in waiting[0].command
+            assert pending.thread_id is not None and pending.thread_id in waiting[0].command
             approved = claude_home.supervisor("proposals", "approve", pending.proposal_id)
             assert approved.returncode == 0, approved.stderr
             result = finish(process)
@@ -153,3 +154,19 @@ def test_install_and_uninstall_leave_other_settings_byte_identical(tmp_path: Pat
         removed = claude_home.supervisor("hook", "uninstall", "claude-code", "--project")
         assert removed.returncode == 0, removed.stderr
     assert settings.read_text() == original
+
+
+def test_a_failing_command_is_recorded_as_a_failed_execution(tmp_path: Path) -> None:
+    claude_home = make_home(tmp_path)
+    with ScriptedModel(bash_then_echo("echo broken >&2; exit 3")) as model:
+        process = claude_home.start(model, "fail")
+        with claude_home.ledger() as ledger:
+            pending = wait_pending(ledger)
+            approved = claude_home.supervisor("proposals", "approve", pending.proposal_id)
+            assert approved.returncode == 0, approved.stderr
+            finish(process)
+            execution = ledger.execution(pending.proposal_id)
+            status = ledger.get(pending.proposal_id).status
+    assert status is ProposalStatus.FAILED, execution
+    assert execution is not None and execution.outcome_status == "error"
+    assert execution.reason is not None and "broken" in execution.reason

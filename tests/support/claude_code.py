@@ -20,8 +20,8 @@ from supervisor.ledger.models import ProcessRecord, Proposal
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.store.provider import SQLModelProvider
 from supervisor.testing import CallTools, RecordedRequest, Reply, ScriptedModel, ToolCall, Turn
-from tests.support.cli import run_cli
-from tests.support.required import unavailable
+from support.cli import run_cli
+from support.required import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAUDE = ROOT / "tests" / "node" / "claude-code" / "node_modules" / ".bin" / "claude"
