@@ -130,10 +130,15 @@ def gate(
     )
     original_id = proposal.proposal_id
     if proposal.status is _S.PENDING:
-        with (waiting or _no_wait)(proposal):
-            proposal = wait_decided(ledger, original_id, wait_seconds)
+        try:
+            with (waiting or _no_wait)(proposal):
+                proposal = wait_decided(ledger, original_id, wait_seconds)
+        except BaseException:  # stopped (SIGTERM) or failed mid-wait: nobody will run it
+            _give_up(ledger, live_end(ledger, original_id), "The hook stopped waiting.")
+            raise
         if proposal.status is _S.PENDING:
-            proposal = _give_up(ledger, proposal, wait_seconds)
+            why = f"No decision within the Claude Code hook's {wait_seconds:g} s wait."
+            proposal = _give_up(ledger, proposal, why)
     return settle(ledger, event, original_id, proposal)
 
 
@@ -161,17 +166,15 @@ def wait_decided(ledger: ApprovalLedger, proposal_id: str, seconds: float) -> Pr
             cursor = records[-1].seq
 
 
-def _give_up(ledger: ApprovalLedger, proposal: Proposal, seconds: float) -> Proposal:
-    """Cancel a call nobody decided in time, so nobody approves a call that will not run.
+def _give_up(ledger: ApprovalLedger, proposal: Proposal, why: str) -> Proposal:
+    """Cancel a call the hook no longer waits on, so nobody approves a call that will not run.
 
     A decision that lands in the same moment wins: the call's live end is returned as it is.
     """
+    if proposal.status is not _S.PENDING:
+        return proposal
     try:
-        return ledger.cancel(
-            proposal.proposal_id,
-            HOOK_ACTOR,
-            f"No decision within the Claude Code hook's {seconds:g} s wait.",
-        )
+        return ledger.cancel(proposal.proposal_id, HOOK_ACTOR, why)
     except LedgerError:
         return live_end(ledger, proposal.proposal_id)
 
@@ -235,9 +238,13 @@ def denial(proposal: Proposal) -> str:
 
 
 def executing_call(ledger: ApprovalLedger, event: HookEvent) -> Proposal | None:
-    """The executing proposal of this session's tool-use id, or ``None`` (never claimed)."""
-    if not event.tool_use_id:
-        return None
+    """The executing proposal of this session's tool-use id, or ``None`` (never claimed).
+
+    A call claimed from a ``PermissionRequest`` (which carries no tool-use id) is found by its
+    tool and exact arguments instead, newest first.
+    """
+    same_call: Proposal | None = None
+    arguments = canonical_hash(event.tool_input)
     cursor: str | None = None
     while True:
         page = ledger.list(
@@ -245,10 +252,17 @@ def executing_call(ledger: ApprovalLedger, event: HookEvent) -> Proposal | None:
             cursor=cursor, newest_first=True,
         )  # fmt: skip
         for proposal in page.items:
-            if proposal.call_id == event.tool_use_id:
+            if event.tool_use_id and proposal.call_id == event.tool_use_id:
                 return proposal
+            if (
+                same_call is None
+                and proposal.call_id is None
+                and proposal.tool_name == event.tool_name
+                and canonical_hash(proposal.arguments) == arguments
+            ):
+                same_call = proposal
         if page.next_cursor is None:
-            return None
+            return same_call
         cursor = page.next_cursor
 
 

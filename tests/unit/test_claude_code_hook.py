@@ -220,3 +220,30 @@ def test_the_assistant_turn_is_read_from_the_transcript(tmp_path: Path) -> None:
     assert turn_of(str(transcript), "toolu_0") is None
     assert turn_of(str(tmp_path / "missing.jsonl"), "toolu_9") is None
     assert turn_of(None, "toolu_9") is None
+
+
+def test_a_wait_stopped_by_a_signal_cancels_the_call(ledger: ApprovalLedger) -> None:
+    class Stopped(BaseException):
+        pass
+
+    def stop(proposal: Proposal) -> None:
+        raise Stopped
+
+    with pytest.raises(Stopped):
+        gate(ledger, _event(), wait_seconds=30, waiting=_deciding(stop))
+    (proposal,) = ledger.list().items
+    assert proposal.status is ProposalStatus.CANCELLED
+
+
+def test_a_permission_request_call_is_found_by_its_arguments(ledger: ApprovalLedger) -> None:
+    request = _event(hook_event_name="PermissionRequest", tool_use_id=None)
+    answer = gate(
+        ledger, request, wait_seconds=30,
+        waiting=_deciding(lambda p: ledger.approve(p.proposal_id, "alice")),
+    )  # fmt: skip
+    assert isinstance(answer, Allow)
+    other = _event(hook_event_name="PostToolUse", tool_input={"command": "ls"}, tool_response={})
+    assert record_outcome(ledger, other) is None  # other arguments: not this call
+    post = _event(hook_event_name="PostToolUse", tool_response={"stdout": "", "stderr": ""})
+    execution = record_outcome(ledger, post)
+    assert execution is not None and execution.state == "executed"
