@@ -4,9 +4,9 @@ The entry uses Claude Code's documented settings format: under ``hooks``, one ma
 event holding one command hook::
 
     {"hooks": {
-      "PreToolUse":  [{"matcher": "*", "hooks": [{"type": "command", "timeout": 600,
+      "PreToolUse":  [{"matcher": MATCHER, "hooks": [{"type": "command", "timeout": 600,
                        "command": "/path/to/supervisor hook claude-code --timeout 600"}]}],
-      "PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "timeout": 60,
+      "PostToolUse": [{"matcher": MATCHER, "hooks": [{"type": "command", "timeout": 60,
                        "command": "/path/to/supervisor hook claude-code --timeout 60"}]}],
       "PostToolUseFailure": [... the same as PostToolUse ...]}}
 
@@ -38,6 +38,10 @@ MARKER = "hook claude-code"
 DEFAULT_TIMEOUT = 600
 #: The PostToolUse hook only records a result.
 OUTCOME_TIMEOUT = 60
+#: The tools gated by default: those that change files, run commands or reach the network
+#: (MCP tools included). ``--matcher '*'`` gates every tool; see the docs for a policy that
+#: allows the read-only ones.
+DEFAULT_MATCHER = "Bash|Edit|MultiEdit|Write|NotebookEdit|WebFetch|WebSearch|mcp__.*"
 #: The events the entry hooks, and whether the hook blocks on a decision there.
 EVENTS: dict[str, bool] = {"PreToolUse": True, "PostToolUse": False, "PostToolUseFailure": False}
 
@@ -153,7 +157,7 @@ def install(
     path: Path,
     *,
     timeout: int = DEFAULT_TIMEOUT,
-    matcher: str = "*",
+    matcher: str = DEFAULT_MATCHER,
     db_url: str | None = None,
     executable: str | None = None,
 ) -> SettingsChange:

@@ -140,8 +140,9 @@ _DIR = click.option(
     metavar="SECONDS", help="How long Claude Code lets the hook wait for a decision.",
 )  # fmt: skip
 @click.option(
-    "--matcher", default="*", show_default=True,
-    help="Which tools are gated (Claude Code's matcher: a name, A|B, or a regex).",
+    "--matcher", default=None, metavar="REGEX",
+    help="Which tools are gated (Claude Code's matcher; '*' for all). Default: Bash, Edit, "
+    "MultiEdit, Write, NotebookEdit, WebFetch, WebSearch and MCP tools.",
 )  # fmt: skip
 @click.option(
     "--db", "db_url", metavar="URL", default=None,
@@ -149,16 +150,16 @@ _DIR = click.option(
     "hook runs).",
 )  # fmt: skip
 def install_claude_code(
-    project: bool, user: bool, project_dir: Path | None, timeout: int, matcher: str,
+    project: bool, user: bool, project_dir: Path | None, timeout: int, matcher: str | None,
     db_url: str | None,
 ) -> None:  # fmt: skip
     """Install the supervisor's PreToolUse and PostToolUse hooks for Claude Code."""
+    from supervisor.claude_code.settings import DEFAULT_MATCHER, settings_path
     from supervisor.claude_code.settings import install as install_hooks
-    from supervisor.claude_code.settings import settings_path
     from supervisor.cli.output import echo_line
 
     path = settings_path(_scope(project, user), project_dir=project_dir)
-    change = install_hooks(path, timeout=timeout, matcher=matcher, db_url=db_url)
+    change = install_hooks(path, timeout=timeout, matcher=matcher or DEFAULT_MATCHER, db_url=db_url)
     verb = "Installed the supervisor's hooks in" if change.changed else "Already installed in"
     echo_line(f"{verb} {path}")
 

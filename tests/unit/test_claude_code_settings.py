@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from supervisor.claude_code.settings import (
+    DEFAULT_MATCHER,
     SettingsInvalid,
     install,
     is_ours,
@@ -24,7 +25,7 @@ def test_install_creates_the_documented_entry(tmp_path: Path) -> None:
     assert set(hooks) == {"PreToolUse", "PostToolUse", "PostToolUseFailure"}
     (group,) = hooks["PreToolUse"]
     assert group == {
-        "matcher": "*",
+        "matcher": DEFAULT_MATCHER,
         "hooks": [
             {
                 "type": "command",
@@ -77,7 +78,9 @@ def test_uninstall_keeps_other_hooks_in_a_shared_group(tmp_path: Path) -> None:
     uninstall(path)
     assert json.loads(path.read_text()) == {
         "hooks": {
-            "PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "other.sh"}]}]
+            "PreToolUse": [
+                {"matcher": DEFAULT_MATCHER, "hooks": [{"type": "command", "command": "other.sh"}]}
+            ]
         }
     }
 
