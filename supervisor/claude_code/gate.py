@@ -313,15 +313,19 @@ def record_outcome(ledger: ApprovalLedger, event: HookEvent) -> Execution | None
 def supervised_wait(ledger: ApprovalLedger, event: HookEvent, proposal: Proposal) -> Iterator[None]:
     """Show the session as a supervised process (kind ``claude-code``) waiting on the call.
 
-    The row is the waiting hook (stopping it denies the call) and names the session and the
-    Claude Code process; it heartbeats while the hook waits and says ``exited`` after.
+    The row is the waiting hook (stopping it denies the call): one per waiting call, since
+    Claude Code may run a turn's calls, and so their hooks, in parallel. Its id and command
+    name the session, the command also Claude Code's pid and working directory; it heartbeats
+    while the hook waits and says ``exited`` after.
     """
     from supervisor.runtime.host import register_process
 
+    call = event.tool_use_id or f"pid{os.getpid()}"
     process = register_process(
         ledger,
-        f"claude-code session {event.session_id} (pid {claude_pid()}, cwd {event.cwd})",
-        process_id=f"claude-code-{event.session_id}"[:200],
+        f"claude-code session {event.session_id} {event.tool_name} {call} "
+        f"(claude pid {claude_pid()}, cwd {event.cwd})",
+        process_id=f"claude-code-{event.session_id}-{call}"[:200],
         kind=RUNTIME,
     )
     ledger.record_waiters(process.process_id, [proposal.proposal_id])
