@@ -9,16 +9,60 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import click
 
-from supervisor.cli.proposals import db_option
+if TYPE_CHECKING:
+    from supervisor.ledger.service import ApprovalLedger
 
 #: Seconds kept back from the hook's timeout so the answer is written before Claude Code
 #: kills the hook.
 TIMEOUT_MARGIN = 5.0
+
+
+_DB = click.option(
+    "--db", "db_url", metavar="URL", default=None,
+    help="Ledger URL or SQLite path (default: SUPERVISOR_DB or the user's ledger).",
+)  # fmt: skip
+
+
+@contextmanager
+def _ledger(db_url: str | None) -> Iterator[ApprovalLedger]:
+    """The ledger the hook answers from (created on first use, like an agent run's).
+
+    Imports only the store: the hook runs once per tool call, so it skips the CLI's views.
+    """
+    from supervisor.store.provider import SQLModelProvider
+    from supervisor.store.urls import to_ledger_url
+
+    with SQLModelProvider(to_ledger_url(db_url) if db_url is not None else None) as provider:
+        yield provider.ledger
+
+
+class HookStopped(BaseException):
+    """SIGTERM or SIGINT reached the waiting hook (a BaseException: nothing swallows it)."""
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """Turn SIGTERM/SIGINT into :class:`HookStopped` for the block, so a stopped wait cancels
+    its proposal and answers deny instead of dying silently."""
+    import signal
+    from types import FrameType
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise HookStopped(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @click.group()
@@ -32,7 +76,7 @@ def hook() -> None:
     metavar="SECONDS", help="The hook's timeout in Claude Code's settings; the wait for a "
     "decision ends 5 s (or 10%) before it.",
 )  # fmt: skip
-@db_option
+@_DB
 def claude_code(timeout: int, db_url: str | None) -> None:
     """Answer one Claude Code hook event read from stdin (PreToolUse, PermissionRequest,
     PostToolUse, PostToolUseFailure).
@@ -69,18 +113,16 @@ def _answer(event: object, db_url: str | None, wait_seconds: float) -> None:
     from supervisor.claude_code.answers import Deny, hook_output
     from supervisor.claude_code.events import HookEvent
     from supervisor.claude_code.gate import gate, supervised_wait
-    from supervisor.cli.proposals import open_ledger
-    from supervisor.runtime.host import RunStopped, stop_on_signals
 
     assert isinstance(event, HookEvent)
     try:
-        with stop_on_signals(), open_ledger(db_url) as ledger:
+        with _stop_on_signals(), _ledger(db_url) as ledger:
             try:
                 answer = gate(
                     ledger, event, wait_seconds=wait_seconds,
                     waiting=partial(supervised_wait, ledger, event),
                 )  # fmt: skip
-            except RunStopped as stopped:
+            except HookStopped as stopped:
                 answer = Deny(
                     f"The supervisor's hook was stopped ({stopped}); the call did not run."
                 )
@@ -93,11 +135,10 @@ def _answer(event: object, db_url: str | None, wait_seconds: float) -> None:
 def _record(event: object, db_url: str | None) -> None:
     from supervisor.claude_code.events import HookEvent
     from supervisor.claude_code.gate import record_outcome
-    from supervisor.cli.proposals import open_ledger
 
     assert isinstance(event, HookEvent)
     try:
-        with open_ledger(db_url) as ledger:
+        with _ledger(db_url) as ledger:
             record_outcome(ledger, event)
     except Exception as error:  # the tool already ran: report, never block the session
         code = getattr(error, "code", type(error).__name__)
