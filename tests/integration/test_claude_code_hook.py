@@ -170,3 +170,38 @@ def test_a_failing_command_is_recorded_as_a_failed_execution(tmp_path: Path) -> 
     assert status is ProposalStatus.FAILED, execution
     assert execution is not None and execution.outcome_status == "error"
     assert execution.reason is not None and "broken" in execution.reason
+
+
+def test_stopping_the_waiting_hook_cancels_the_call_and_denies(tmp_path: Path) -> None:
+    claude_home = make_home(tmp_path)
+    with ScriptedModel(bash_then_echo("touch marker")) as model:
+        process = claude_home.start(model, "make a marker")
+        with claude_home.ledger() as ledger:
+            pending = wait_pending(ledger)
+            (waiting,) = wait_process(ledger, "waiting_for_approval")
+            stopped = claude_home.supervisor("processes", "stop", waiting.process_id)
+            assert stopped.returncode == 0, stopped.stderr
+            result = finish(process)
+            status = ledger.get(pending.proposal_id).status
+    assert status is ProposalStatus.CANCELLED  # nobody can approve a call that will not run
+    assert not (claude_home.project / "marker").exists()
+    assert "stopped" in result["result"]
+
+
+def test_the_hook_answers_permission_requests_too(tmp_path: Path) -> None:
+    claude_home = make_home(tmp_path)
+    settings = claude_home.home / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    data["hooks"]["PermissionRequest"] = data["hooks"].pop("PreToolUse")  # gate prompts only
+    settings.write_text(json.dumps(data, indent=2))
+    with ScriptedModel(bash_then_echo("touch marker")) as model:
+        process = claude_home.start(model, "make a marker")
+        with claude_home.ledger() as ledger:
+            pending = wait_pending(ledger)
+            approved = claude_home.supervisor("proposals", "approve", pending.proposal_id)
+            assert approved.returncode == 0, approved.stderr
+            finish(process)
+            status = ledger.get(pending.proposal_id).status
+    assert (claude_home.project / "marker").exists()
+    assert pending.call_id is None  # the event has no tool-use id...
+    assert status is ProposalStatus.EXECUTED  # ...so PostToolUse found it by its arguments
