@@ -12,11 +12,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NoReturn
 
 import click
 
 if TYPE_CHECKING:
+    from supervisor.claude_code.events import HookEvent
     from supervisor.ledger.service import ApprovalLedger
 
 #: Seconds kept back from the hook's timeout so the answer is written before Claude Code
@@ -99,7 +100,7 @@ def claude_code(timeout: int, db_url: str | None) -> None:
     _answer(event, db_url, wait)
 
 
-def _blocked(message: str) -> None:
+def _blocked(message: str) -> NoReturn:
     """Fail closed: say why on stderr and exit 2 (Claude Code blocks the call)."""
     from supervisor.claude_code.answers import BLOCKING_EXIT_CODE
 
@@ -107,21 +108,21 @@ def _blocked(message: str) -> None:
     sys.exit(BLOCKING_EXIT_CODE)
 
 
-def _answer(event: object, db_url: str | None, wait_seconds: float) -> None:
+def _answer(event: HookEvent, db_url: str | None, wait_seconds: float) -> None:
     from functools import partial
 
-    from supervisor.claude_code.answers import Deny, hook_output
-    from supervisor.claude_code.events import HookEvent
+    from supervisor.claude_code.answers import Answer, Deny, hook_output
     from supervisor.claude_code.gate import gate, supervised_wait
 
-    assert isinstance(event, HookEvent)
+    answer: Answer
     try:
-        with _stop_on_signals(), _ledger(db_url) as ledger:
+        with _stop_on_signals():
             try:
-                answer = gate(
-                    ledger, event, wait_seconds=wait_seconds,
-                    waiting=partial(supervised_wait, ledger, event),
-                )  # fmt: skip
+                with _ledger(db_url) as ledger:
+                    answer = gate(
+                        ledger, event, wait_seconds=wait_seconds,
+                        waiting=partial(supervised_wait, ledger, event),
+                    )  # fmt: skip
             except HookStopped as stopped:
                 answer = Deny(
                     f"The supervisor's hook was stopped ({stopped}); the call did not run."
@@ -132,11 +133,9 @@ def _answer(event: object, db_url: str | None, wait_seconds: float) -> None:
     click.echo(json.dumps(hook_output(event.hook_event_name, answer), ensure_ascii=False))
 
 
-def _record(event: object, db_url: str | None) -> None:
-    from supervisor.claude_code.events import HookEvent
+def _record(event: HookEvent, db_url: str | None) -> None:
     from supervisor.claude_code.gate import record_outcome
 
-    assert isinstance(event, HookEvent)
     try:
         with _ledger(db_url) as ledger:
             record_outcome(ledger, event)
