@@ -9,8 +9,10 @@ temporary SQLite ledger; decisions come from other processes (``supervisor propo
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
+import pytest
 from support.claude_code import (
     bash_then_echo,
     finish,
@@ -18,9 +20,12 @@ from support.claude_code import (
     wait_pending,
     wait_process,
 )
+from support.cli import SUPERVISOR
 
 from supervisor.ledger.models import ProposalStatus
 from supervisor.testing import ScriptedModel
+
+pytestmark = pytest.mark.slow
 
 
 def test_approval_from_another_process_lets_the_command_run_and_records_its_outcome(
@@ -205,3 +210,14 @@ def test_the_hook_answers_permission_requests_too(tmp_path: Path) -> None:
     assert (claude_home.project / "marker").exists()
     assert pending.call_id is None  # the event has no tool-use id...
     assert status is ProposalStatus.EXECUTED  # ...so PostToolUse found it by its arguments
+
+
+def test_the_console_script_fails_closed_on_bad_stdin(tmp_path: Path) -> None:
+    for raw in (b"", b"{not json", b'{"hook_event_name": "PreToolUse", "tool_name": "Bash"}'):
+        blocked = subprocess.run(
+            [str(SUPERVISOR), "hook", "claude-code", "--db", str(tmp_path / "ledger.db")],
+            input=raw, capture_output=True, timeout=60,
+        )  # fmt: skip
+        assert blocked.returncode == 2, blocked
+        assert blocked.stdout == b""  # no decision at all, let alone allow
+        assert b"supervisor hook:" in blocked.stderr and b"blocked" in blocked.stderr
