@@ -21,11 +21,11 @@ import os
 import socket
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any
 
-from supervisor.canonical import args_hash, canonical_hash
+from supervisor.canonical import args_hash, canonical_hash, normalise
 from supervisor.claude_code.answers import Allow, Answer, Deny
 from supervisor.claude_code.events import HookEvent
 from supervisor.claude_code.transcript import turn_of
@@ -134,7 +134,8 @@ def gate(
             with (waiting or _no_wait)(proposal):
                 proposal = wait_decided(ledger, original_id, wait_seconds)
         except BaseException:  # stopped (SIGTERM) or failed mid-wait: nobody will run it
-            _give_up(ledger, live_end(ledger, original_id), "The hook stopped waiting.")
+            with suppress(Exception):  # the ledger may be what failed; the TTL still ends it
+                _give_up(ledger, live_end(ledger, original_id), "The hook stopped waiting.")
             raise
         if proposal.status is _S.PENDING:
             why = f"No decision within the Claude Code hook's {wait_seconds:g} s wait."
@@ -192,7 +193,9 @@ def _claim(
     ledger: ApprovalLedger, event: HookEvent, original_id: str, proposal: Proposal
 ) -> Deny | Allow:
     edited = proposal.proposal_id != original_id
-    arguments = proposal.arguments if edited else event.tool_input
+    # What Claude Code will run: the edited arguments, or its own input (normalised as the
+    # ledger stored it, so the hash binds the call itself and not its number formatting).
+    arguments = proposal.arguments if edited else normalise(dict(event.tool_input))
     expected = args_hash(
         event.tool_name, schema_hash(event.tool_name), arguments, execution_target(event)
     )

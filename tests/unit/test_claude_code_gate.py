@@ -247,3 +247,12 @@ def test_a_permission_request_call_is_found_by_its_arguments(ledger: ApprovalLed
     post = _event(hook_event_name="PostToolUse", tool_response={"stdout": "", "stderr": ""})
     execution = record_outcome(ledger, post)
     assert execution is not None and execution.state == "executed"
+
+
+def test_a_call_with_float_arguments_is_claimed(ledger: ApprovalLedger) -> None:
+    event = _event(tool_name="Write", tool_input={"file_path": "/w/a", "limit": 1.0, "n": 2e3})
+    answer = gate(
+        ledger, event, wait_seconds=30,
+        waiting=_deciding(lambda p: ledger.approve(p.proposal_id, "alice")),
+    )  # fmt: skip
+    assert isinstance(answer, Allow), answer
