@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from acp import (
     PROTOCOL_VERSION,
@@ -22,7 +22,7 @@ from acp import (
     update_agent_message_text,
     update_tool_call,
 )
-from acp.interfaces import Client
+from acp.interfaces import Agent, Client
 from acp.schema import (
     AllowedOutcome,
     InitializeResponse,
@@ -84,11 +84,10 @@ class WritingAgent:
         )
         outcome = response.outcome
         chosen = outcome.option_id if isinstance(outcome, AllowedOutcome) else "cancelled"
+        status: Literal["completed", "failed"] = "failed"
         if chosen in ALLOWING:
             path.write_text(raw_input["content"], encoding="utf-8")
             status = "completed"
-        else:
-            status = "failed"
         await self.client.session_update(session_id, update_tool_call(call_id, status=status))
         await self.client.session_update(session_id, update_agent_message_text(f"chosen: {chosen}"))
         await self.client.session_update(session_id, update_agent_message_text(HOSTILE_TEXT))
@@ -96,4 +95,5 @@ class WritingAgent:
 
 
 if __name__ == "__main__":
-    asyncio.run(run_agent(WritingAgent()))
+    # The agent implements what it needs; the SDK answers method_not_found for the rest.
+    asyncio.run(run_agent(cast(Agent, WritingAgent())))
