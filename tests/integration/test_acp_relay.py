@@ -160,6 +160,31 @@ def test_headless_rejection_answers_the_agents_reject_once_id(
     assert ledger.get(proposal.proposal_id).status is ProposalStatus.REJECTED
 
 
+def test_an_edited_call_is_followed_and_never_allowed_with_other_arguments(
+    tmp_path: Path, env: dict[str, str], ledger: ApprovalLedger
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    agent = _headless(env, work)
+    try:
+        original = _pending(ledger)
+        edited = run_cli("proposals", "edit", original.proposal_id, "--set", "title=Other",
+                         "--reason", "try another", env=env)  # fmt: skip
+        assert edited.returncode == 0, edited.stderr
+        successor = ledger.get(original.proposal_id).superseded_by_id
+        assert successor is not None
+        approved = run_cli("proposals", "approve", successor, env=env)
+        assert approved.returncode == 0, approved.stderr
+        out, err = _finish(agent)
+    finally:
+        agent.kill()
+    assert "chosen: no-once" in out, (out, err)  # the agent would run its own arguments
+    assert not (work / "hello.txt").exists()
+    revoked = ledger.get(successor)
+    assert revoked.status is ProposalStatus.CANCELLED
+    assert "edited call cannot be passed" in (revoked.decision_reason or "")
+
+
 @pytest.mark.parametrize(
     ("policy", "chosen", "status"),
     [(DENY_EDITS, "no-once", ProposalStatus.REJECTED),
