@@ -302,3 +302,25 @@ def test_relay_rejection_and_editor_cancel(
     assert "chosen: cancelled" in editor.texts()  # the ACP outcome for a cancelled prompt
     assert cancelled.status is ProposalStatus.CANCELLED
     assert editor.permission_requests == [] and not (work / "a.txt").exists()
+
+
+def test_stopping_the_session_withdraws_its_pending_proposal(
+    tmp_path: Path, env: dict[str, str], ledger: ApprovalLedger
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    agent = _headless(env, work)
+    try:
+        proposal = _pending(ledger)
+        row = _acp_process(ledger, "waiting_for_approval")
+        stopped = run_cli("processes", "stop", row.process_id, env=env)
+        assert stopped.returncode == 0, stopped.stderr
+        agent.communicate(timeout=60)
+    finally:
+        agent.kill()
+    assert agent.returncode == 143
+    withdrawn = ledger.get(proposal.proposal_id)
+    assert withdrawn.status is ProposalStatus.CANCELLED
+    assert withdrawn.decision_reason == "The ACP session ended before a decision."
+    assert _acp_process(ledger, "stopped").exit_code == 143
+    assert not (work / "hello.txt").exists()
