@@ -23,7 +23,7 @@ from supervisor.acp.permission import Answer, Cancelled, PermissionAsk, Selected
 from supervisor.canonical import canonical_hash
 from supervisor.ledger.chain import live_end
 from supervisor.ledger.errors import LedgerError
-from supervisor.ledger.models import ProcessStep, Proposal, ProposalStatus
+from supervisor.ledger.models import ProcessStep, Proposal, ProposalStatus, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
 
 GATE_ACTOR = "supervisor:acp"
@@ -97,13 +97,16 @@ class AcpGate:
             domains=("acp",), ttl_seconds=self.ttl_seconds, runtime=self.runtime,
             turn_id=turn_id,
         )  # fmt: skip
+        self._trace(proposal, proposal.status.value)
         if proposal.status is _S.PENDING:
             proposal = self._wait(ask, proposal)
         elif proposal.decided_by is not None:
             self.echo(
                 f"[acp] {proposal.tool_name}: {proposal.status.value} by {proposal.decided_by}"
             )
-        return Decided(self._answer(ask, proposal), proposal)
+        answer = self._answer(ask, proposal)
+        self._trace(proposal, "answered", answer=describe(answer), decision=proposal.status.value)
+        return Decided(answer, proposal)
 
     def prompt_started(self, session_id: str) -> None:
         """A new prompt began in ``session_id``: an earlier cancel no longer applies."""
@@ -233,6 +236,20 @@ class AcpGate:
             self.ledger.revoke(proposal.proposal_id, GATE_ACTOR, reason, via="sdk")
         except LedgerError as error:
             _log.info("could not revoke %s: %s", proposal.proposal_id, error)
+
+    def _trace(self, proposal: Proposal, outcome: str, **payload: str) -> None:
+        """An ``approval`` trace event for the call (what the trace pane and exports show)."""
+        event = TraceEvent(
+            at=self.ledger.clock.now(), agent_id=self.runtime, thread_id=proposal.thread_id,
+            run_id=proposal.turn_id, kind="approval", tool=proposal.tool_name,
+            outcome_status=outcome,
+            payload={"proposal_id": proposal.proposal_id, "call_id": proposal.call_id,
+                     "args_hash": proposal.args_hash, "runtime": self.runtime, **payload},
+        )  # fmt: skip
+        try:
+            self.ledger.append_trace([event])
+        except LedgerError as error:  # the trace is evidence, never a reason to stop the call
+            _log.warning("could not trace %s: %s", proposal.proposal_id, error)
 
     def _waiting(self, proposal: Proposal) -> None:
         self.echo(f"[acp] waiting for a decision on {proposal.proposal_id} ({proposal.tool_name})")

@@ -24,7 +24,7 @@ from acp.schema import (
 
 from supervisor.acp.gate import AcpGate
 from supervisor.acp.permission import ToolCalls, read_ask, response_of
-from supervisor.acp.relay import LINE_LIMIT, turn_id
+from supervisor.acp.relay import LINE_LIMIT, in_own_thread, turn_id
 from supervisor.services.rendering import visible_escapes
 from supervisor.version import __version__
 
@@ -71,7 +71,7 @@ class HeadlessClient:
                         for o in options],
         }  # fmt: skip
         ask = read_ask(params, self.tool_calls.known(session_id, tool_call.tool_call_id))
-        decided = await asyncio.to_thread(
+        decided = await in_own_thread(
             self.gate.decide, ask, turn_id=self.turn.get(session_id),
             cwd=self.cwd.get(session_id),
         )  # fmt: skip

@@ -16,10 +16,11 @@ import asyncio
 import contextlib
 import json
 import logging
+import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from supervisor.acp.gate import AcpGate
 from supervisor.acp.permission import ToolCalls, read_ask, response_json
@@ -31,6 +32,7 @@ INVALID_PARAMS = -32602
 _log = logging.getLogger(__name__)
 
 Sink = Callable[[bytes], Awaitable[None]]
+T = TypeVar("T")
 
 
 def parse(line: bytes) -> dict[str, Any] | None:
@@ -49,6 +51,38 @@ def parse(line: bytes) -> dict[str, Any] | None:
 def id_key(message: dict[str, Any]) -> str:
     """A hashable key of a message's id (ids may be numbers or strings)."""
     return json.dumps(message.get("id"), sort_keys=True)
+
+
+async def in_own_thread(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Run a blocking ledger wait in a thread of its own.
+
+    ``asyncio.to_thread``'s shared pool has a few workers; as many permission requests blocked
+    on people would take them all and starve the short calls (a cancel, a status) that end
+    those waits.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+
+    def run() -> None:
+        try:
+            result = function(*args, **kwargs)
+        except BaseException as error:  # handed to the awaiting task
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody awaits
+                loop.call_soon_threadsafe(settle, None, error)
+            return
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, result, None)
+
+    threading.Thread(target=run, name="acp-decision", daemon=True).start()
+    return await future
 
 
 def turn_id() -> str:
@@ -157,7 +191,7 @@ class Relay:
         )
         try:
             ask = read_ask(params, known)
-            decided = await asyncio.to_thread(
+            decided = await in_own_thread(
                 self.gate.decide, ask, turn_id=self.state.turn.get(ask.session_id),
                 cwd=self.state.cwd.get(ask.session_id),
             )  # fmt: skip

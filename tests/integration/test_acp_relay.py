@@ -140,6 +140,11 @@ def test_headless_approval_answers_the_agents_allow_once_id(
     assert "[acp] stop reason: end_turn" in err
     assert ledger.get(proposal.proposal_id).status is ProposalStatus.EXECUTED
     assert _acp_process(ledger, "exited").exit_code == 0
+    traced = ledger.trace_events(agent_id=RUNTIME, kind="approval")
+    assert [(e.outcome_status, e.payload.get("answer")) for e in traced] == [
+        ("pending", None), ("answered", "option yes-once"),
+    ]  # fmt: skip
+    assert {e.run_id for e in traced} == {proposal.turn_id}
 
 
 def test_headless_rejection_answers_the_agents_reject_once_id(
