@@ -104,6 +104,7 @@ def acp(
     the agent's own option. With --prompt, this command is the client (one prompt, message
     text on stdout, exit 0 on end_turn).
     """
+    from supervisor.acp.errors import AgentNotStarted
     from supervisor.acp.gate import AcpGate
     from supervisor.cli.proposals import open_ledger
     from supervisor.runtime.host import register_process
@@ -135,8 +136,10 @@ def acp(
             status, exit_code = "stopped", 128 + signal.SIGTERM
             _err("[acp] stopped by a signal")
         except OSError as error:
-            _err(f"[acp] cannot run the agent: {error}")
-            exit_code = 127
+            raise AgentNotStarted(
+                f"Cannot start the agent {argv[0]!r}: {error.strerror or error}.",
+                hint="Check the command after -- (its path, that it is executable).",
+            ) from error
         finally:
             process.set_status(status, exit_code)
     sys.exit(exit_code)
@@ -160,6 +163,7 @@ def _headless(
 ) -> int:
     from acp import RequestError
 
+    from supervisor.acp.errors import AgentFailed
     from supervisor.acp.headless import STOP_EXIT_CODES, run_headless
 
     folder = str((cwd or Path.cwd()).resolve())
@@ -168,7 +172,9 @@ def _headless(
             lambda: run_headless(gate, argv, env, prompt=prompt, cwd=folder, write=_write_out)
         )
     except (RequestError, ConnectionError, EOFError) as error:
-        _err(f"[acp] the agent failed: {error}")
-        return 1
+        raise AgentFailed(
+            f"The agent stopped answering or refused a request: {error}.",
+            hint="Its own messages are on standard error above.",
+        ) from error
     _err(f"[acp] stop reason: {stop_reason}")
     return STOP_EXIT_CODES.get(stop_reason, 1)

@@ -329,3 +329,18 @@ def test_stopping_the_session_withdraws_its_pending_proposal(
     assert withdrawn.decision_reason == "The ACP session ended before a decision."
     assert _acp_process(ledger, "stopped").exit_code == 143
     assert not (work / "hello.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [(["/nonexistent/acp-agent"], "acp_agent_not_started"), (["false"], "acp_agent_failed")],
+)
+def test_an_agent_that_cannot_run_is_one_typed_error(
+    env: dict[str, str], ledger: ApprovalLedger, argv: list[str], code: str
+) -> None:
+    done = run_cli("acp", "--prompt", "hi", "--", *argv, env=env)
+    assert done.returncode == 2, done.stderr
+    assert f"\nerror [{code}]: " in done.stderr  # after the line naming the process
+    if code == "acp_agent_not_started":  # (a dead agent may also make the SDK log its loss)
+        assert "Traceback" not in done.stderr, done.stderr
+    assert _acp_process(ledger, "exited").exit_code == 1
