@@ -23,6 +23,7 @@ from supervisor.acp.permission import Answer, Cancelled, PermissionAsk, Selected
 from supervisor.canonical import canonical_hash
 from supervisor.ledger.chain import live_end
 from supervisor.ledger.errors import LedgerError
+from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.models import ProcessStep, Proposal, ProposalStatus, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
 
@@ -59,6 +60,9 @@ class AcpGate:
             (``None``: until the proposal expires).
         ttl_seconds: Expiry of the proposals (``None``: the ledger's default).
         echo: Where progress lines go (stderr; never the protocol stream).
+
+    The proposals' ``user`` is this process's OS identity (``user@host``): the agent acts for
+    whoever runs it, so ``forbid_self_approval`` and rules on ``users`` apply to them.
     """
 
     def __init__(
@@ -78,6 +82,8 @@ class AcpGate:
         self.decision_timeout = decision_timeout
         self.ttl_seconds = ttl_seconds
         self.echo = echo
+        identity = EnvironmentIdentity.current()
+        self.user = f"{identity.user}@{identity.host}"
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._pending: dict[str, tuple[str, str]] = {}  # proposal id -> (session, tool call)
@@ -93,7 +99,7 @@ class AcpGate:
         proposal = self.ledger.propose(
             ask.tool_name, schema_hash_of(ask.tool_name), ask.arguments,
             execution_target=self._target(ask, cwd), policy_reason=_reason(self, ask),
-            owner=self.runtime, thread_id=ask.session_id, call_id=ask.tool_call_id,
+            owner=self.runtime, user=self.user, thread_id=ask.session_id, call_id=ask.tool_call_id,
             domains=("acp",), ttl_seconds=self.ttl_seconds, runtime=self.runtime,
             turn_id=turn_id,
         )  # fmt: skip

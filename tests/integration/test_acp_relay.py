@@ -8,7 +8,9 @@ relay in front of a real ACP client built with the SDK (the test is the editor).
 from __future__ import annotations
 
 import asyncio
+import getpass
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -110,6 +112,7 @@ def test_headless_approval_answers_the_agents_allow_once_id(
         proposal = _pending(ledger)
         assert proposal.runtime == RUNTIME and proposal.owner == RUNTIME
         assert proposal.tool_name == "edit"
+        assert proposal.user == f"{getpass.getuser()}@{socket.gethostname()}"
         assert proposal.thread_id is not None and proposal.thread_id.startswith("sess-")
         assert proposal.call_id is not None and proposal.call_id.startswith("call-")
         assert proposal.turn_id is not None and proposal.turn_id.startswith("acp-turn-")
