@@ -36,7 +36,7 @@ COLUMNS: tuple[tuple[str, int, int], ...] = (
 )
 #: The columns while calls of another runtime than our own agents' are pending: the runtime
 #: (claude-code, mcp:SERVER, acp:AGENT) after the agent. Our own agents alone keep the above.
-WITH_RUNTIME: tuple[tuple[str, int, int], ...] = (*COLUMNS[:3], ("runtime", 7, 11), *COLUMNS[3:])
+WITH_RUNTIME: tuple[tuple[str, int, int], ...] = (*COLUMNS[:3], ("runtime", 11, 14), *COLUMNS[3:])
 #: How many cells of a proposal id the inbox shows (a prefix the CLI accepts).
 ID_WIDTH = COLUMNS[0][1]
 
