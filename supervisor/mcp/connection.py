@@ -55,6 +55,8 @@ class McpCallResult:
     texts: tuple[str, ...]
     other_blocks: tuple[str, ...]
     is_error: bool
+    blocks: tuple[dict[str, Any], ...] = ()
+    """Every content block as JSON data, in order (what a gateway forwards unchanged)."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ class McpConnection:
     Args:
         config: Which server and how to reach it.
         on_elicitation: Called (from the connection's thread) with each declined elicitation.
+        on_tools_changed: Called (from the connection's thread) when the server sends
+            ``notifications/tools/list_changed``.
     """
 
     def __init__(
@@ -88,9 +92,11 @@ class McpConnection:
         config: McpServerConfig,
         *,
         on_elicitation: Callable[[ElicitationNotice], None] | None = None,
+        on_tools_changed: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
         self.on_elicitation = on_elicitation
+        self.on_tools_changed = on_tools_changed
         self.elicitations: list[ElicitationNotice] = []
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -247,9 +253,18 @@ class McpConnection:
             server,
             read_timeout_seconds=config.timeout_seconds,
             elicitation_callback=self._decline_elicitation,
+            message_handler=self._on_message,
             client_info=types.Implementation(name="agent-supervisor", version=__version__),
             cache=None,
         )
+
+    async def _on_message(self, message: Any) -> None:
+        """Tell ``on_tools_changed`` about a tool-list change; other messages are ignored."""
+        if isinstance(message, types.ToolListChangedNotification) and self.on_tools_changed:
+            try:
+                self.on_tools_changed()
+            except Exception:  # a failing observer must not end the session
+                pass
 
     async def _decline_elicitation(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
@@ -293,6 +308,10 @@ class McpConnection:
             texts=tuple(texts),
             other_blocks=tuple(others),
             is_error=bool(result.is_error),
+            blocks=tuple(
+                block.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for block in result.content
+            ),
         )
 
 

@@ -187,12 +187,16 @@ def register_process(
     command: str,
     process_id: str | None = None,
     log_path: str | None = None,
+    kind: str = "agent_run",
 ) -> SupervisedProcess:
-    """Insert this process into the process table as ``running`` (with where it logs)."""
+    """Insert this process into the process table as ``running`` (with where it logs).
+
+    ``kind`` says what the process is (``agent_run``, ``mcp-gateway``...).
+    """
     now = datetime.now(UTC)
     record = ProcessRecord(
         process_id=process_id or f"run-{uuid.uuid4().hex[:12]}",
-        kind="agent_run",
+        kind=kind,
         pid=os.getpid(),
         host=socket.gethostname(),
         command=command,
