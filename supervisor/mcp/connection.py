@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
@@ -229,7 +230,13 @@ class McpConnection:
         try:
             async with self._make_client() as client:
                 ready.set_result(client)
-                await closing.wait()
+                if self.on_tools_changed is None:
+                    await closing.wait()
+                    return
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self._listen, client)
+                    await closing.wait()
+                    group.cancel_scope.cancel()
         except BaseException as exc:  # reported to whoever waits on ready
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(exc))
@@ -258,13 +265,27 @@ class McpConnection:
             cache=None,
         )
 
-    async def _on_message(self, message: Any) -> None:
-        """Tell ``on_tools_changed`` about a tool-list change; other messages are ignored."""
-        if isinstance(message, types.ToolListChangedNotification) and self.on_tools_changed:
+    async def _listen(self, client: Client) -> None:
+        """Follow tool-list changes on a 2026-07-28 connection (``subscriptions/listen``);
+        earlier ones send ``notifications/tools/list_changed`` to :meth:`_on_message`."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._tools_changed()
+        except Exception:  # not supported or the stream dropped: notifications still arrive
+            return
+
+    def _tools_changed(self) -> None:
+        if self.on_tools_changed is not None:
             try:
                 self.on_tools_changed()
             except Exception:  # a failing observer must not end the session
                 pass
+
+    async def _on_message(self, message: Any) -> None:
+        """Tell ``on_tools_changed`` about a tool-list change; other messages are ignored."""
+        if isinstance(message, types.ToolListChangedNotification):
+            self._tools_changed()
 
     async def _decline_elicitation(
         self, context: ClientRequestContext, params: types.ElicitRequestParams

@@ -187,6 +187,7 @@ class McpGatewayCore:
         self._tools: dict[str, McpTool] = {}
         self._listed: tuple[McpToolSpec, ...] = ()
         self._lock = threading.Lock()
+        self._refreshing = threading.Lock()
 
     # -- tools -----------------------------------------------------------------------------
 
@@ -197,6 +198,10 @@ class McpGatewayCore:
             True when the listing differs from the previous one (names, schemas, annotations
             or descriptions), so the gateway's client should list again.
         """
+        with self._refreshing:  # one at a time: a change is recorded and announced once
+            return self._refresh()
+
+    def _refresh(self) -> bool:
         specs = self.caller.list_tools()
         tools: dict[str, McpTool] = {}
         for spec in specs:

@@ -33,6 +33,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.subscriptions import ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
 from supervisor.ledger.models import ProcessStep, ProposalStatus
@@ -103,6 +106,7 @@ class GatewayServer:
     _session: ServerSession | None = None
     _loop: asyncio.AbstractEventLoop | None = None
     _waiting: dict[str, str] = field(default_factory=dict)
+    _bus: InMemorySubscriptionBus = field(default_factory=InMemorySubscriptionBus)
 
     def build(self) -> Server[Any]:
         """The low-level MCP server with the gateway's handlers."""
@@ -115,6 +119,7 @@ class GatewayServer:
             ),
             on_list_tools=self.list_tools,
             on_call_tool=self.call_tool,
+            on_subscriptions_listen=ListenHandler(self._bus),
         )
 
     async def serve_stdio(self) -> None:
@@ -215,9 +220,13 @@ class GatewayServer:
             await self._announce()
 
     async def _announce(self) -> None:
+        """Tell the client its tools changed: to ``subscriptions/listen`` streams
+        (2026-07-28) and as ``notifications/tools/list_changed`` (earlier versions)."""
+        with contextlib.suppress(Exception):
+            await self._bus.publish(ToolsListChanged())
         session = self._session
-        if session is None:
-            return  # no client has asked anything yet: it lists the tools when it does
+        if session is None or session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return  # no client yet (it lists the tools when it asks), or it listens
         with contextlib.suppress(Exception):
             await session.send_tool_list_changed()
 
@@ -239,7 +248,13 @@ def run_gateway(
     Raises:
         McpUnavailable: the upstream could not be started or reached.
     """
-    connection = McpConnection(config).open()
+    listeners: list[GatewayServer] = []  # the server exists once the upstream is listed
+
+    def tools_changed() -> None:
+        for listener in listeners:
+            listener.upstream_tools_changed()
+
+    connection = McpConnection(config, on_tools_changed=tools_changed).open()
     try:
         core = McpGatewayCore(
             ledger, config, connection,
@@ -253,7 +268,7 @@ def run_gateway(
             ledger, command_line, f"mcp-gateway-{uuid.uuid4().hex[:12]}", kind=PROCESS_KIND
         )
         gateway = GatewayServer(core, process, progress_every)
-        connection.on_tools_changed = gateway.upstream_tools_changed
+        listeners.append(gateway)
         status, exit_code = "exited", 0
         try:
             with stop_on_signals(), process.heartbeats():

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp_types import ToolListChangedNotification
 from support.cli import SUPERVISOR, run_cli
 from support.required import unavailable
 
@@ -84,10 +85,19 @@ def env(sqlite_url: str, tmp_path: Path) -> dict[str, str]:
 async def _session_call(
     environment: dict[str, str],
     body: Callable[[ClientSession], Any],
+    received: list[Any] | None = None,
 ) -> Any:
     command = _gateway_command()
     params = StdioServerParameters(command=command[0], args=command[1:], env=environment)
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+
+    async def on_message(message: Any) -> None:
+        if received is not None:
+            received.append(message)
+
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, message_handler=on_message) as session,
+    ):
         await session.initialize()
         return await body(session)
 
@@ -100,7 +110,7 @@ def test_python_client_reads_pass_through_and_a_mutation_runs_once_after_cli_app
 
     async def body(session: ClientSession) -> dict[str, Any]:
         listed = {tool.name: tool for tool in (await session.list_tools()).tools}
-        assert set(listed) == {"read_notes", "append_note"}
+        assert set(listed) == {"read_notes", "append_note", "upgrade_notes"}
         assert listed["read_notes"].annotations is not None
         assert listed["read_notes"].annotations.read_only_hint is True
         assert listed["append_note"].input_schema["required"] == ["text"]
@@ -160,6 +170,38 @@ def test_python_client_gets_an_error_result_for_a_rejection(
     result = asyncio.run(_session_call(env, body))
     assert result.is_error is True
     assert "not today" in result.content[0].text and "did not run" in result.content[0].text
+    assert _notes(Path(env["NOTES_FILE"])) == []
+
+
+def test_upstream_tool_list_change_invalidates_waiting_calls_and_is_announced(
+    env: dict[str, str], sqlite_url: str
+) -> None:
+    received: list[Any] = []
+
+    async def body(session: ClientSession) -> dict[str, Any]:
+        await session.list_tools()
+        call = asyncio.ensure_future(session.call_tool("append_note", {"text": "old"}))
+        proposal = await asyncio.to_thread(_until, lambda: _pending(sqlite_url), 60, "proposal")
+        upgraded = await session.call_tool("upgrade_notes", {})
+        assert not upgraded.is_error
+        result = await asyncio.wait_for(call, 60)
+        await asyncio.to_thread(
+            _until, lambda: any(isinstance(m, ToolListChangedNotification) for m in received),
+            30, "tools/list_changed from the gateway",
+        )  # fmt: skip
+        relisted = {tool.name: tool for tool in (await session.list_tools()).tools}
+        return {"proposal": proposal, "result": result, "relisted": relisted}
+
+    out = asyncio.run(_session_call(env, body, received))
+    assert out["result"].is_error is True
+    assert "changed its contract" in out["result"].content[0].text
+    assert out["relisted"]["append_note"].input_schema["required"] == ["text", "author"]
+    cancelled = _proposal(sqlite_url, out["proposal"].proposal_id)
+    assert cancelled.status is ProposalStatus.CANCELLED
+    with SQLModelProvider(sqlite_url) as provider:
+        (event,) = provider.ledger.trace_events(agent_id=OWNER, kind="tool_schema_changed")
+    assert event.tool == "notes__append_note"
+    assert event.payload["invalidated_proposals"] == [cancelled.proposal_id]
     assert _notes(Path(env["NOTES_FILE"])) == []
 
 

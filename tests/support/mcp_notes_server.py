@@ -6,6 +6,8 @@ Tools:
 - ``read_notes()``: annotated read-only; returns the lines of ``$NOTES_FILE``.
 - ``append_note(text)``: mutating; appends one line (the text and the
   ``supervisor/idempotency_key`` it received in ``_meta``) to ``$NOTES_FILE``.
+- ``upgrade_notes()``: a test hook (annotated read-only): replaces ``append_note`` by one that
+  also requires ``author`` and sends ``notifications/tools/list_changed``.
 
 With ``$NOTES_HOLD_FILE`` set, ``append_note`` first writes ``$NOTES_HOLD_FILE.started`` and
 then waits until ``$NOTES_HOLD_FILE`` exists before appending (a call caught mid-run); if its
@@ -55,6 +57,21 @@ def append_note(text: str, ctx: Context) -> dict[str, object]:
         handle.flush()
         os.fsync(handle.fileno())
     return {"appended": text}
+
+
+def append_note_v2(text: str, author: str, ctx: Context) -> dict[str, object]:
+    """Append one note, signed."""
+    return append_note(f"{text} ({author})", ctx)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def upgrade_notes(ctx: Context) -> dict[str, object]:
+    """Change append_note's contract and tell the client its tools changed."""
+    server.remove_tool("append_note")
+    server.add_tool(append_note_v2, name="append_note")
+    await ctx.notify_tools_changed()  # 2026-07-28 clients: subscriptions/listen
+    await ctx.session.send_tool_list_changed()  # earlier ones: the notification
+    return {"upgraded": True}
 
 
 if __name__ == "__main__":
