@@ -135,6 +135,9 @@ def test_python_client_reads_pass_through_and_a_mutation_runs_once_after_cli_app
             run_cli, "proposals", "approve", proposal.proposal_id, "--db", sqlite_url
         )
         assert approve.returncode == 0, approve.stderr
+        with SQLModelProvider(sqlite_url) as provider:
+            waiter = provider.ledger.waiters([proposal.proposal_id])[proposal.proposal_id]
+            assert waiter.process is not None and waiter.process.kind == "mcp-gateway"
         result = await asyncio.wait_for(call, 60)
         again = await session.call_tool("append_note", {"text": "hello"})  # a client retry
         after = await session.call_tool("read_notes", {})
@@ -203,6 +206,74 @@ def test_upstream_tool_list_change_invalidates_waiting_calls_and_is_announced(
     assert event.tool == "notes__append_note"
     assert event.payload["invalidated_proposals"] == [cancelled.proposal_id]
     assert _notes(Path(env["NOTES_FILE"])) == []
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def test_streamable_http_upstream_is_gated_the_same_way(
+    env: dict[str, str], sqlite_url: str, tmp_path: Path
+) -> None:
+    import socket
+
+    count_file = tmp_path / "orders.jsonl"
+    port = _free_port()
+    upstream = subprocess.Popen(
+        [sys.executable, str(TESTS_DIR / "support" / "mcp_server.py"), "http", str(port)],
+        env={**os.environ, "MCP_COUNT_FILE": str(count_file)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+    def listening() -> bool:
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        _until(listening, 60, "the HTTP server")
+        assert SUPERVISOR is not None
+        params = StdioServerParameters(
+            command=SUPERVISOR, env=env,
+            args=["mcp-gateway", "--name", "web", "--trust", "trusted",
+                  "--url", f"http://127.0.0.1:{port}/mcp"],
+        )  # fmt: skip
+
+        def pending() -> Proposal | None:
+            with SQLModelProvider(sqlite_url) as provider:
+                items = provider.ledger.list(status="pending", owner="mcp-gateway:web").items
+            return items[0] if items else None
+
+        async def body() -> tuple[Any, Any, Proposal]:
+            async with (
+                stdio_client(params) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                lookup = await session.call_tool("lookup", {"sku": "Z"})
+                call = asyncio.ensure_future(
+                    session.call_tool("create_order", {"sku": "A-1", "quantity": 2})
+                )
+                proposal = await asyncio.to_thread(_until, pending, 60, "proposal")
+                assert not count_file.exists()
+                with SQLModelProvider(sqlite_url) as provider:
+                    provider.ledger.approve(proposal.proposal_id, "operator@example.com")
+                return lookup, await asyncio.wait_for(call, 60), proposal
+
+        lookup, order, proposal = asyncio.run(body())
+    finally:
+        upstream.terminate()
+        upstream.wait(timeout=30)
+    assert lookup.structured_content == {"sku": "Z", "available": 12}
+    assert order.structured_content == {"order": "order-A-1-2"}
+    (line,) = [json.loads(text) for text in count_file.read_text().splitlines()]
+    assert line["key"] == proposal.proposal_id
+    assert proposal.execution_target["transport"] == "streamable_http"
+    assert proposal.runtime == "mcp:web"
 
 
 def _inspector(environment: dict[str, str], *tool_args: str) -> subprocess.Popen[str]:
