@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp_types import ToolListChangedNotification
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from support.cli import SUPERVISOR, run_cli
 from support.required import unavailable
 
@@ -206,6 +207,42 @@ def test_upstream_tool_list_change_invalidates_waiting_calls_and_is_announced(
     assert event.tool == "notes__append_note"
     assert event.payload["invalidated_proposals"] == [cancelled.proposal_id]
     assert _notes(Path(env["NOTES_FILE"])) == []
+
+
+def test_a_2026_07_28_client_gets_progress_and_listen_events(
+    env: dict[str, str], sqlite_url: str
+) -> None:
+    """The same through ``mcp.Client`` on the per-request protocol (no handshake)."""
+    command = _gateway_command()
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env)
+    messages: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    async def body() -> dict[str, Any]:
+        async with Client(params) as client:
+            assert client.session.protocol_version in MODERN_PROTOCOL_VERSIONS
+            call = asyncio.ensure_future(
+                client.call_tool("append_note", {"text": "modern"}, progress_callback=on_progress)
+            )
+            proposal = await asyncio.to_thread(_until, lambda: _pending(sqlite_url), 60, "proposal")
+            await asyncio.to_thread(_until, lambda: messages, 30, "a progress notification")
+            with SQLModelProvider(sqlite_url) as provider:
+                provider.ledger.approve(proposal.proposal_id, "operator@example.com")
+            result = await asyncio.wait_for(call, 60)
+            async with client.listen(tools_list_changed=True) as subscription:
+                await client.call_tool("upgrade_notes", {})
+                event = await asyncio.wait_for(subscription.__anext__(), 30)
+            return {"proposal": proposal, "result": result, "event": event}
+
+    out = asyncio.run(body())
+    assert messages[0] == f"waiting for approval of {out['proposal'].proposal_id}"
+    assert out["result"].structured_content == {"appended": "modern"}
+    assert type(out["event"]).__name__ == "ToolsListChanged"
+    assert _notes(Path(env["NOTES_FILE"])) == [
+        {"text": "modern", "key": out["proposal"].proposal_id}
+    ]
 
 
 def _free_port() -> int:
