@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import click
 
 from supervisor.cli.proposals import db_option, ledger_url, open_ledger
+from supervisor.mcp.client_config import CLIENTS
 
 _INSTALL = "install"
 _NOT_NAME = re.compile(r"[^A-Za-z0-9-]+")
@@ -118,7 +119,7 @@ def mcp_gateway(
 
 
 @click.command(_INSTALL)
-@click.argument("client", type=click.Choice(["claude-desktop", "claude-code", "cursor", "vscode"]))
+@click.argument("client", type=click.Choice(CLIENTS))
 @click.option("--name", default=None, help="Entry name (default: from the command or URL).")
 @click.option("--url", default=None, help="Streamable HTTP upstream instead of a command.")
 @click.option("--trust", type=click.Choice(["untrusted", "trusted"]), default="untrusted",
@@ -163,11 +164,11 @@ def install(
     entry_name = name or default_name(command, url)
     db = ledger_url(db_url) if db_url else None
     args = gateway_args(entry_name, command=command, url=url, trust=trust, db_url=db)
-    kind = client  # a checked Choice
-    entry = client_entry(kind, executable or _supervisor_executable(), args, env)  # type: ignore[arg-type]
+    kind = next(known for known in CLIENTS if known == client)  # a checked Choice
+    entry = client_entry(kind, executable or _supervisor_executable(), args, env)
     if not write:
-        click.echo(json.dumps(snippet(kind, entry_name, entry), indent=2))  # type: ignore[arg-type]
+        click.echo(json.dumps(snippet(kind, entry_name, entry), indent=2))
         return
-    target = path or default_path(kind)  # type: ignore[arg-type]
-    done = merge_entry(target, kind, entry_name, entry, force=force)  # type: ignore[arg-type]
+    target = path or default_path(kind)
+    done = merge_entry(target, kind, entry_name, entry, force=force)
     click.echo(f"{done} {entry_name!r} in {target}")

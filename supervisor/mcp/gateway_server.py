@@ -26,7 +26,7 @@ import contextlib
 import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -161,6 +161,8 @@ class GatewayServer:
                 result = await asyncio.to_thread(self.core.forward, step)
             case Wait():
                 result = await self._wait_and_finish(ctx, step)
+            case _:
+                assert_never(step)
         return call_result(result)
 
     # -- internals ---------------------------------------------------------------------------

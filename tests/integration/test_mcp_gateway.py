@@ -408,6 +408,8 @@ def test_sigkill_after_approval_before_the_call_ran_then_a_retry_runs_it_once(
         if first.poll() is None:
             first.kill()
     assert _proposal(sqlite_url, proposal.proposal_id).status is ProposalStatus.APPROVED
+    resume = run_cli("resume", proposal.proposal_id, "--db", sqlite_url)  # no agent to re-create
+    assert resume.returncode == 2 and "not_resumable" in resume.stderr
     assert _notes(notes) == []
     second = _start_gateway(env)
     try:
