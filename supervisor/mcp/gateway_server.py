@@ -28,6 +28,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
@@ -130,6 +131,11 @@ class GatewayServer:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, options)
 
+    def serving(self) -> ProcessStep:
+        """The step shown while no call waits: ``serving <server>``."""
+        now = self.core.ledger.clock.now()
+        return ProcessStep(kind="serving", detail=self.core.config.name[:500], since=now)
+
     def upstream_tools_changed(self) -> None:
         """The upstream said its tools changed (called from the connection's thread)."""
         loop = self._loop
@@ -172,7 +178,7 @@ class GatewayServer:
         if proposal.status is ProposalStatus.PENDING:
             key = uuid.uuid4().hex
             self._waiting[key] = proposal.proposal_id
-            await asyncio.to_thread(self._record_waits, step.tool.spec.name)
+            await asyncio.to_thread(self._record_waits, step.tool.spec.name, self._waited())
             try:
                 beat = 0
                 while proposal.status is ProposalStatus.PENDING:
@@ -187,17 +193,22 @@ class GatewayServer:
                     )
             finally:
                 self._waiting.pop(key, None)
-                await asyncio.to_thread(self._record_waits, step.tool.spec.name)
+                with anyio.CancelScope(shield=True):  # also when the client cancelled the call
+                    await asyncio.to_thread(self._record_waits, step.tool.spec.name, self._waited())
         return await asyncio.to_thread(self.core.finish, step.tool, proposal)
 
-    def _record_waits(self, tool_name: str) -> None:
+    def _waited(self) -> list[str]:
+        """The proposals this gateway's calls wait on now (read on the event loop)."""
+        return sorted(set(self._waiting.values()))
+
+    def _record_waits(self, tool_name: str, waited: list[str]) -> None:
         process = self.process
         if process is None:
             return
         ledger: ApprovalLedger = process.ledger
         try:
-            ledger.record_waiters(process.process_id, sorted(set(self._waiting.values())))
-            if self._waiting:
+            ledger.record_waiters(process.process_id, waited)
+            if waited:
                 process.status = "waiting_for_approval"
                 step = ProcessStep(
                     kind="waiting_for_approval", detail=tool_name[:500], since=ledger.clock.now()
@@ -205,10 +216,7 @@ class GatewayServer:
                 ledger.heartbeat(process.process_id, status=process.status, step=step)
             else:
                 process.status = "running"
-                step = ProcessStep(
-                    kind="tool_call", detail=self.core.config.name, since=ledger.clock.now()
-                )
-                ledger.heartbeat(process.process_id, status=process.status, step=step)
+                ledger.heartbeat(process.process_id, status=process.status, step=self.serving())
         except Exception:  # bookkeeping must never fail a call
             _log.warning("could not record the gateway's waits", exc_info=True)
 
@@ -270,6 +278,7 @@ def run_gateway(
             ledger, command_line, f"mcp-gateway-{uuid.uuid4().hex[:12]}", kind=PROCESS_KIND
         )
         gateway = GatewayServer(core, process, progress_every)
+        ledger.heartbeat(process.process_id, step=gateway.serving())
         listeners.append(gateway)
         status, exit_code = "exited", 0
         try:

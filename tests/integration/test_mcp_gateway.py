@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 from mcp_types import ToolListChangedNotification
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from support.cli import SUPERVISOR, run_cli
@@ -175,6 +176,26 @@ def test_python_client_gets_an_error_result_for_a_rejection(
     assert result.is_error is True
     assert "not today" in result.content[0].text and "did not run" in result.content[0].text
     assert _notes(Path(env["NOTES_FILE"])) == []
+
+
+def test_a_client_that_timed_out_retries_into_the_same_proposal(
+    env: dict[str, str], sqlite_url: str
+) -> None:
+    async def body(session: ClientSession) -> tuple[Proposal, Any]:
+        with pytest.raises(MCPError):  # the client's own request timeout
+            await session.call_tool("append_note", {"text": "patient"}, read_timeout_seconds=2)
+        first = _pending(sqlite_url)
+        assert first is not None
+        retry = asyncio.ensure_future(session.call_tool("append_note", {"text": "patient"}))
+        await asyncio.sleep(1.5)
+        with SQLModelProvider(sqlite_url) as provider:
+            assert len(provider.ledger.list(owner=OWNER).items) == 1  # joined, not re-proposed
+            provider.ledger.approve(first.proposal_id, "operator@example.com")
+        return first, await asyncio.wait_for(retry, 60)
+
+    proposal, result = asyncio.run(_session_call(env, body))
+    assert result.structured_content == {"appended": "patient"}
+    assert _notes(Path(env["NOTES_FILE"])) == [{"text": "patient", "key": proposal.proposal_id}]
 
 
 def test_upstream_tool_list_change_invalidates_waiting_calls_and_is_announced(
