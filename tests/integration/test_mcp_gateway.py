@@ -51,9 +51,9 @@ def _until(condition: Callable[[], Any], timeout: float = 60.0, what: str = "con
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _gateway_command(*extra: str) -> list[str]:
+def _gateway_command(*extra: str, trust: str = "trusted") -> list[str]:
     assert SUPERVISOR is not None
-    return [SUPERVISOR, "mcp-gateway", "--name", "notes", "--trust", "trusted", "--progress-every",
+    return [SUPERVISOR, "mcp-gateway", "--name", "notes", "--trust", trust, "--progress-every",
             "0.5", *extra, "--", sys.executable, NOTES_SERVER]  # fmt: skip
 
 
@@ -157,6 +157,10 @@ def test_python_client_reads_pass_through_and_a_mutation_runs_once_after_cli_app
     assert done.status is ProposalStatus.EXECUTED
     assert done.runtime == "mcp:notes" and done.tool_name == "notes__append_note"
     assert done.execution_target["mcp_server"] == "notes"
+    with SQLModelProvider(sqlite_url) as provider:  # reads unrecorded, the retry replayed
+        assert [p.proposal_id for p in provider.ledger.list(limit=50).items] == [
+            proposal.proposal_id
+        ]
 
 
 def test_python_client_gets_an_error_result_for_a_rejection(
@@ -375,11 +379,11 @@ def test_mcp_inspector_cli_call_waits_for_approval_and_a_rejection_is_an_error(
     assert len(_notes(notes)) == 1
 
 
-def _start_gateway(environment: dict[str, str]) -> subprocess.Popen[bytes]:
+def _start_gateway(environment: dict[str, str], trust: str = "trusted") -> subprocess.Popen[bytes]:
     """A gateway driven by hand: JSON-RPC lines on its stdin (legacy handshake)."""
     gateway = subprocess.Popen(
-        _gateway_command(), env=environment, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        _gateway_command(trust=trust), env=environment, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     _send(gateway, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
@@ -405,9 +409,45 @@ def _read(gateway: subprocess.Popen[bytes], request_id: int) -> dict[str, Any]:
             return message
 
 
-def _call(gateway: subprocess.Popen[bytes], request_id: int, text: str) -> None:
+def _call(
+    gateway: subprocess.Popen[bytes], request_id: int, text: str | None, tool: str = "append_note"
+) -> None:
+    arguments = {} if text is None else {"text": text}
     _send(gateway, {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                    "params": {"name": "append_note", "arguments": {"text": text}}})  # fmt: skip
+                    "params": {"name": tool, "arguments": arguments}})  # fmt: skip
+
+
+def test_the_ledger_policy_decides_for_an_untrusted_server_without_a_person(
+    env: dict[str, str], sqlite_url: str, tmp_path: Path
+) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        '[[rules]]\nname = "reads"\nverdict = "allow"\nreason = "reading is fine"\n'
+        'tool = "notes__read_notes"\n\n'
+        '[[rules]]\nname = "no shouting"\nverdict = "deny"\nreason = "no capitals"\n'
+        'tool = "notes__append_note"\nwhen = "args.text == \'LOUD\'"\n'
+    )
+    with SQLModelProvider(sqlite_url) as provider:  # create the ledger
+        provider.ledger.head()
+    applied = run_cli("policy", "apply", str(policy), "--db", sqlite_url)
+    assert applied.returncode == 0, applied.stderr
+    gateway = _start_gateway(env, trust="untrusted")  # annotations are not believed
+    try:
+        _call(gateway, 1, None, tool="read_notes")
+        read = _read(gateway, 1)["result"]
+        _call(gateway, 2, "LOUD")
+        denied = _read(gateway, 2)["result"]
+    finally:
+        gateway.kill()
+        gateway.wait(timeout=30)
+    assert read["structuredContent"] == {"notes": []}
+    assert denied["isError"] is True and "no capitals" in denied["content"][0]["text"]
+    assert _notes(Path(env["NOTES_FILE"])) == []
+    with SQLModelProvider(sqlite_url) as provider:
+        decided = {p.tool_name: p for p in provider.ledger.list(owner=OWNER, limit=50).items}
+    assert decided["notes__read_notes"].status is ProposalStatus.EXECUTED
+    assert decided["notes__read_notes"].decided_by_rule == "rule:reads"
+    assert decided["notes__append_note"].status is ProposalStatus.REJECTED
 
 
 def test_sigkill_after_approval_before_the_call_ran_then_a_retry_runs_it_once(
