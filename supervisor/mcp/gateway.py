@@ -231,6 +231,9 @@ class McpGatewayCore:
     def begin(self, name: str, arguments: Any) -> Step:
         """Validate a call and say what happens to it (nothing is sent upstream here)."""
         tool = self.tool(name)
+        if tool is None:  # listed upstream since the client last asked, perhaps
+            self.refresh()
+            tool = self.tool(name)
         if tool is None:
             return Answer(GatewayResult.error(f"Unknown tool {name!r} on {self.config.name}."))
         try:
