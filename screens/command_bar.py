@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "proposals": ("the approval inbox", "focus_inbox"),
     "processes": ("agents and processes", "focus_processes"),
     "trace": ("the live trace", "focus_trace"),
+    "sessions": ("group the inbox by runtime and session (again: oldest first)", "group_sessions"),
     "grants": ("the grants view", "grants_view"),
     "review": ("offline review of this ledger's trace", "open_review"),
     "theme": ("switch the theme (:theme NAME)", "theme"),

@@ -10,6 +10,7 @@ from screens.command_bar import COMMANDS, CommandBar
 from screens.copy_dialog import CopyDialog, copy_texts
 from screens.grant_actions import GrantActions
 from screens.literal import escaped
+from screens.widgets.inbox.inbox_pane import InboxPane
 
 
 class ConsoleActions(GrantActions):
@@ -22,6 +23,13 @@ class ConsoleActions(GrantActions):
     def action_command_mode(self) -> None:
         themes = sorted(self.app.available_themes)
         self.app.push_screen(CommandBar(themes), self._run_command)
+
+    def action_group_sessions(self) -> None:
+        """Toggle the inbox between oldest first and grouped by runtime and session."""
+        inbox = self.query_one(InboxPane)
+        inbox.set_grouped(not inbox.grouped)
+        self.notify("inbox grouped by runtime and session" if inbox.grouped else
+                    "inbox oldest first")  # fmt: skip
 
     def _run_command(self, chosen: tuple[str, str] | None) -> None:
         if chosen is None:

@@ -120,7 +120,8 @@ class DecisionActions(Screen[None]):
         """The proposal a key means right now (a screen with a list cursor says which)."""
         return self.selection.proposal
 
-    def _guard_ok(self, proposal: Proposal) -> bool:
+    def _cursor_ok(self, proposal: Proposal) -> bool:
+        """The key means the selected proposal: the cursor is on it too."""
         at_cursor = self.proposal_at_cursor()
         if at_cursor is not None and at_cursor.proposal_id != proposal.proposal_id:
             # The cursor moved and the key came before the selection followed ("Down a"
@@ -132,6 +133,11 @@ class DecisionActions(Screen[None]):
                 title="Selection just changed",
                 severity="warning",
             )
+            return False
+        return True
+
+    def _guard_ok(self, proposal: Proposal) -> bool:
+        if not self._cursor_ok(proposal):
             return False
         guard, shown_at = self.selection.guard, self.selection.shown_at
         if guard is None or guard.proposal_id != proposal.proposal_id:
@@ -264,7 +270,7 @@ class DecisionActions(Screen[None]):
 
     def action_reject(self) -> None:
         proposal = self.selection.proposal
-        if proposal is None:
+        if proposal is None or not self._cursor_ok(proposal):
             return
 
         def submitted(reason: str | None) -> None:
@@ -275,7 +281,7 @@ class DecisionActions(Screen[None]):
 
     def action_cancel_proposal(self) -> None:
         proposal = self.selection.proposal
-        if proposal is None:
+        if proposal is None or not self._cursor_ok(proposal):
             return
 
         def submitted(reason: str | None) -> None:

@@ -33,6 +33,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
         "supervisor.cli.mcp_gateway:mcp_gateway",
         "Put any MCP server behind approval (stdio gateway); install it in a client.",
     ),
+    "acp": ("supervisor.cli.acp:acp", "Relay an ACP agent; its permission requests are proposals."),
     "run": ("supervisor.cli.run:run", "Run MODULE:FACTORY as a supervised agent process."),
     "processes": (
         "supervisor.cli.processes:processes",
@@ -47,6 +48,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "operators": (
         "supervisor.cli.operators:operators",
         "Named operators who decide from the web: add, list, revoke.",
+    ),
+    "hook": (
+        "supervisor.cli.hook:hook",
+        "Put Claude Code behind the ledger: its hook, install, uninstall.",
     ),
     "serve": (
         "supervisor.cli.serve:serve",

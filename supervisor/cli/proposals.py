@@ -168,8 +168,11 @@ def proposals() -> None:
 @click.option("--all", "all_statuses", is_flag=True, help="Every status.")
 @click.option("--owner", default=None, help="Requesting agent id.")
 @click.option("--tool", "tool_name", default=None, help="Tool name.")
-@click.option("--thread", "thread_id", default=None, help="Agent thread id.")
+@click.option("--thread", "--session", "thread_id", default=None, help="Agent thread (session) id.")
 @click.option("--domain", default=None, help="Policy domain.")
+@click.option(
+    "--runtime", default=None, help="Runtime that asked: sdk, claude-code, mcp:SERVER, acp:AGENT."
+)
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 1000))
 @click.option("--json", "as_json", is_flag=True, help="One JSON document.")
 @db_option
@@ -180,6 +183,7 @@ def list_proposals(
     tool_name: str | None,
     thread_id: str | None,
     domain: str | None,
+    runtime: str | None,
     limit: int,
     as_json: bool,
     db_url: str | None,
@@ -192,6 +196,7 @@ def list_proposals(
             tool_name=tool_name,
             thread_id=thread_id,
             domain=domain,
+            runtime=runtime,
             limit=limit,
         )
         waiters = ledger.waiters(proposal.proposal_id for proposal in page.items)
@@ -206,7 +211,7 @@ def list_proposals(
         orphaned = is_orphaned(proposal, waiters.get(proposal.proposal_id))
         echo_line(
             f"{proposal.proposal_id}  {proposal.status.value:<10} {proposal.tool_name:<20} "
-            f"{proposal.owner or '-':<14} {proposal.thread_id or '-':<10} "
+            f"{proposal.owner or '-':<14} {proposal.runtime:<11} {proposal.thread_id or '-':<10} "
             f"{','.join(proposal.domains) or '-':<10} {_age(proposal.expires_at)}"
             + ("  orphaned" if orphaned else "")
         )
@@ -246,6 +251,8 @@ def show_proposal(proposal_id: str, as_json: bool, db_url: str | None) -> None:
         f"args hash   {proposal.args_hash}",
         f"policy      {proposal.policy_reason or '-'}",
         f"owner       {proposal.owner or '-'}",
+        f"runtime     {proposal.runtime}"
+        + (f"   turn {proposal.turn_id}" if proposal.turn_id else ""),
         f"thread      {proposal.thread_id or '-'}",
         f"checkpoint  {proposal.checkpoint_id or '-'}",
         f"domains     {', '.join(proposal.domains) or '-'}",

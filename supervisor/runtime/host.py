@@ -187,11 +187,12 @@ def register_process(
     command: str,
     process_id: str | None = None,
     log_path: str | None = None,
+    *,
     kind: str = "agent_run",
 ) -> SupervisedProcess:
     """Insert this process into the process table as ``running`` (with where it logs).
 
-    ``kind`` says what the process is (``agent_run``, ``mcp-gateway``...).
+    ``kind`` says what it is in the processes pane (``agent_run``, ``acp``...).
     """
     now = datetime.now(UTC)
     record = ProcessRecord(

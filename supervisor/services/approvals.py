@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from supervisor.ledger.errors import LedgerError, ProposalNotFound
-from supervisor.ledger.models import AuditRecord, Proposal, ProposalStatus, ProposalWaiter
+from supervisor.ledger.models import (
+    SDK_RUNTIME,
+    AuditRecord,
+    Proposal,
+    ProposalStatus,
+    ProposalWaiter,
+)
 from supervisor.ledger.operator_tokens import OPERATOR_SUBJECT_PREFIX
 from supervisor.ledger.policy import diff_arguments
 from supervisor.ledger.service import ApprovalLedger
@@ -76,6 +82,21 @@ class BatchResult:
 
 
 InboxListener = Callable[[InboxChange], None]
+
+
+def same_turn(one: Proposal, other: Proposal) -> bool:
+    """True when a batch may hold both: our own agents' calls always; another runtime's only
+    within one known assistant turn of one session."""
+    if one.proposal_id == other.proposal_id:
+        return True
+    if one.runtime == other.runtime == SDK_RUNTIME:
+        return True
+    return (
+        one.runtime == other.runtime
+        and one.thread_id == other.thread_id
+        and one.turn_id is not None
+        and one.turn_id == other.turn_id
+    )
 
 
 class ApprovalsService:
@@ -340,11 +361,18 @@ class ApprovalsService:
         return None
 
     def identical_pending(self, proposal: Proposal) -> list[Proposal]:
-        """Pending proposals with the same tool and args hash (itself included)."""
+        """Pending proposals with the same tool and args hash (itself included).
+
+        A call from another runtime (Claude Code, an MCP gateway, an ACP agent) is batched only
+        with its twins of the same assistant turn (same runtime, session and turn): approving
+        one never approves what a later turn asked for. One whose turn is unknown has no twin.
+        """
         return [
             other
             for other in self.pending()
-            if other.tool_name == proposal.tool_name and other.args_hash == proposal.args_hash
+            if other.tool_name == proposal.tool_name
+            and other.args_hash == proposal.args_hash
+            and same_turn(other, proposal)
         ]
 
     # -- the rendered guard ---------------------------------------------------------------
@@ -412,11 +440,16 @@ class ApprovalsService:
         if guard is None:
             raise RenderGuardMissing(proposal_ids[0], "the arguments were not rendered yet")
         # One check for the batch: approving the first twin must not void the others' guard.
-        self.check_guard(self.ledger.get(guard.proposal_id), guard)
+        rendered = self.ledger.get(guard.proposal_id)
+        self.check_guard(rendered, guard)
         twins = [self.ledger.get(proposal_id) for proposal_id in proposal_ids]
         for twin in twins:
             if twin.args_hash != guard.args_hash:
                 raise RenderGuardMissing(twin.proposal_id, "it differs from the one rendered")
+            if not same_turn(twin, rendered):
+                raise RenderGuardMissing(
+                    twin.proposal_id, "it belongs to another assistant turn than the one rendered"
+                )
         approved: list[Proposal] = []
         failed: list[LedgerError] = []
         for twin in twins:

@@ -4,8 +4,8 @@ The JSON event (``format json``)::
 
     {"event": "proposal.blocked", "delivery_id": "...", "webhook_id": "...",
      "sent_at": "2026-12-04T18:00:00+00:00", "decision_url": "https://sup.example/p/<id>?h=<args_hash>",
-     "proposal": {"id": "...", "tool": "send_email", "agent": "mailer", "user": null,
-                  "thread_id": "t-1", "reason": "sends email", "risk": null,
+     "proposal": {"id": "...", "tool": "send_email", "agent": "mailer", "runtime": "sdk",
+                  "user": null, "thread_id": "t-1", "reason": "sends email", "risk": null,
                   "domains": ["email"], "args_preview": "{\\"to\\":\\"a@b.c\\", ...}",
                   "args_hash": "...", "created_at": "...", "expires_at": "...",
                   "approvals_required": 1}}
@@ -71,6 +71,7 @@ def proposal_fields(proposal: Proposal, redact_text: Callable[[str], str]) -> di
         "id": proposal.proposal_id,
         "tool": proposal.tool_name,
         "agent": proposal.owner or None,
+        "runtime": proposal.runtime,
         "user": proposal.user,
         "thread_id": proposal.thread_id,
         "reason": cut(redact_text(proposal.policy_reason), TEXT_CHARS),

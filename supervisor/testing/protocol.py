@@ -22,6 +22,7 @@ __all__ = [
     "completion_chunks",
     "error_body",
     "estimate_tokens",
+    "fragments",
     "prompt_tokens",
 ]
 
@@ -216,7 +217,7 @@ def completion_body(answer: ScriptedAnswer) -> dict[str, Any]:
     }
 
 
-def _fragments(text: str) -> list[str]:
+def fragments(text: str) -> list[str]:
     """Cut text into at least two pieces (when it has two characters or more)."""
     if len(text) < 2:
         return [text] if text else []
@@ -257,7 +258,7 @@ def completion_chunks(answer: ScriptedAnswer, *, include_usage: bool) -> Iterato
 
     opening_content = "" if answer.content is not None or not answer.calls else None
     yield chunk({"role": "assistant", "content": opening_content, "refusal": None})
-    for fragment in _fragments(answer.content or ""):
+    for fragment in fragments(answer.content or ""):
         yield chunk({"content": fragment})
     for index, call in enumerate(answer.calls):
         opening = {
@@ -267,7 +268,7 @@ def completion_chunks(answer: ScriptedAnswer, *, include_usage: bool) -> Iterato
             "function": {"name": call.name, "arguments": ""},
         }
         yield chunk({"tool_calls": [opening]})
-        for fragment in _fragments(call.arguments):
+        for fragment in fragments(call.arguments):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
     yield chunk({}, answer.finish_reason)
     if include_usage:

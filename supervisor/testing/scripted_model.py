@@ -1,9 +1,11 @@
 """A deterministic stand-in for a model: a real OpenAI-compatible HTTP server on loopback.
 
-`ScriptedModel` answers ``POST /v1/chat/completions`` (plain JSON or server-sent events) and
-``GET /v1/models`` from a script of turns, and records every request it was asked, so users'
-tests and the demo can drive the real ``openai`` client (or anything pointed at
-``OPENAI_BASE_URL``) without a network or a GPU. It uses only the standard library's
+`ScriptedModel` answers ``POST /v1/chat/completions`` (plain JSON or server-sent events),
+``GET /v1/models`` and the Anthropic Messages API's ``POST /v1/messages`` (see
+:mod:`supervisor.testing.messages_protocol`) from one script of turns, and records every
+request it was asked, so users' tests and the demo can drive the real ``openai`` client (or
+anything pointed at ``OPENAI_BASE_URL``, or the Claude Code CLI pointed at
+``ANTHROPIC_BASE_URL``) without a network or a GPU. It uses only the standard library's
 ``http.server``, so importing it stays cheap.
 
 Run it from a subprocess with ``python -m supervisor.testing.scripted_model --script turns.json``.
@@ -326,6 +328,30 @@ class ScriptedModel:
             ScriptedModelNotRunning: The server was not started.
         """
         return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": self.api_key or "sk-scripted"}
+
+    @property
+    def anthropic_base_url(self) -> str:
+        """The Anthropic base URL, ``http://HOST:PORT`` (clients add ``/v1/messages``).
+
+        Raises:
+            ScriptedModelNotRunning: The server was not started.
+        """
+        return f"http://{self._host}:{self.port}"
+
+    def anthropic_env(self) -> dict[str, str]:
+        """Environment variables that point an Anthropic client (the Claude Code CLI) here.
+
+        Returns:
+            ``ANTHROPIC_BASE_URL`` and ``ANTHROPIC_API_KEY`` (the required key or
+            ``sk-ant-scripted``); the client sends the key as ``x-api-key``.
+
+        Raises:
+            ScriptedModelNotRunning: The server was not started.
+        """
+        return {
+            "ANTHROPIC_BASE_URL": self.anthropic_base_url,
+            "ANTHROPIC_API_KEY": self.api_key or "sk-ant-scripted",
+        }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

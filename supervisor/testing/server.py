@@ -1,21 +1,30 @@
 """The scripted model's HTTP layer: a standard-library threading server and its routes.
 
 The server knows the OpenAI routes and framing (JSON bodies, chunked server-sent events, error
-bodies); what to answer comes from a `ScriptBackend`, so the script logic stays testable on its
-own and this module stays free of it.
+bodies) and the Anthropic Messages ones (``POST /v1/messages``, its ``count_tokens``, named
+server-sent events, ``x-api-key``); what to answer comes from a `ScriptBackend`, so the script
+logic stays testable on its own and this module stays free of it. Both wire formats play the
+same script.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import socket
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol, cast
 
+from supervisor.testing.messages_protocol import (
+    count_tokens_body,
+    message_body,
+    message_error_body,
+    message_events,
+)
 from supervisor.testing.protocol import (
     Refusal,
     ScriptedAnswer,
@@ -31,6 +40,8 @@ _log = logging.getLogger(__name__)
 _MAX_BODY_BYTES = 32 * 1024 * 1024
 _REDACTED_HEADERS = {"authorization": "Bearer ***", "api-key": "***"}
 _CHAT_COMPLETIONS = "/v1/chat/completions"
+_MESSAGES = "/v1/messages"
+_COUNT_TOKENS = "/v1/messages/count_tokens"
 
 
 class ScriptBackend(Protocol):
@@ -160,12 +171,65 @@ class _Handler(BaseHTTPRequestHandler):
             return
         raw_body = self.rfile.read(length)
         route = self._route()
-        if route != _CHAT_COMPLETIONS:
+        if route in (_MESSAGES, _COUNT_TOKENS):
+            self._messages_route(route, raw_body)
+        elif route != _CHAT_COMPLETIONS:
             self._send_error(404, f"Unknown path {route!r} on the scripted model.")
         elif not self.backend.authorises(self.headers.get("Authorization")):
             self._send_error(401, "Incorrect API key provided to the scripted model.")
         else:
             self._chat_completion(raw_body)
+
+    def _recorded_headers(self) -> dict[str, str]:
+        return {
+            name.lower(): _REDACTED_HEADERS.get(name.lower(), value)
+            for name, value in self.headers.items()
+        }
+
+    def _messages_route(self, route: str, raw_body: bytes) -> None:
+        """``POST /v1/messages`` (a turn of the script) or its ``count_tokens`` (no turn)."""
+        api_key = self.headers.get("x-api-key")
+        authorization = f"Bearer {api_key}" if api_key else self.headers.get("Authorization")
+        if not self.backend.authorises(authorization):
+            message = "Incorrect API key provided to the scripted model."
+            self._send_json(401, message_error_body(401, message), {"x-should-retry": "false"})
+            return
+        try:
+            body = json.loads(raw_body)
+        except (ValueError, UnicodeDecodeError) as error:
+            message = f"The request body is not valid JSON: {error}."
+            self._send_json(400, message_error_body(400, message), {"x-should-retry": "false"})
+            return
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            message = "The request body must be a JSON object with a 'messages' list."
+            self._send_json(400, message_error_body(400, message), {"x-should-retry": "false"})
+            return
+        if route == _COUNT_TOKENS:
+            self._send_json(200, count_tokens_body(body))
+            return
+        delay, outcome = self.backend.take_turn(
+            self.command, _MESSAGES, self._recorded_headers(), body
+        )
+        if delay > 0 and self.backend.wait_for_stop(delay):
+            self.close_connection = True
+            return
+        if isinstance(outcome, Refusal):
+            self._send_json(
+                500, message_error_body(500, outcome.message), {"x-should-retry": "false"}
+            )
+        elif isinstance(outcome, Fail):
+            extra: dict[str, str] = {}
+            if outcome.retry_after is not None:
+                extra["retry-after"] = str(max(1, round(outcome.retry_after)))
+            body_out = message_error_body(outcome.status, outcome.error_message())
+            self._send_json(outcome.status, body_out, extra)
+        elif body.get("stream") is True:
+            self._stream_events(
+                (name, json.dumps(data, ensure_ascii=False))
+                for name, data in message_events(outcome)
+            )
+        else:
+            self._send_json(200, message_body(outcome))
 
     def _chat_completion(self, raw_body: bytes) -> None:
         try:
@@ -176,11 +240,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             self._send_error(400, "The request body must be a JSON object with a 'messages' list.")
             return
-        headers = {
-            name.lower(): _REDACTED_HEADERS.get(name.lower(), value)
-            for name, value in self.headers.items()
-        }
-        delay, outcome = self.backend.take_turn(self.command, _CHAT_COMPLETIONS, headers, body)
+        delay, outcome = self.backend.take_turn(
+            self.command, _CHAT_COMPLETIONS, self._recorded_headers(), body
+        )
         if delay > 0 and self.backend.wait_for_stop(delay):
             self.close_connection = True
             return
@@ -202,22 +264,28 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, completion_body(outcome))
 
     def _stream(self, answer: ScriptedAnswer, *, include_usage: bool) -> None:
-        """Send the answer as server-sent events over chunked transfer encoding."""
+        """Send the answer as chat-completion chunks, then ``[DONE]``."""
+        chunks = completion_chunks(answer, include_usage=include_usage)
+        events = ((None, json.dumps(chunk, ensure_ascii=False)) for chunk in chunks)
+        self._stream_events(itertools.chain(events, [(None, "[DONE]")]))
+
+    def _stream_events(self, events: Iterable[tuple[str | None, str]]) -> None:
+        """Send (event name or None, data) as server-sent events over chunked encoding."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         try:
-            for chunk in completion_chunks(answer, include_usage=include_usage):
-                self._write_event(json.dumps(chunk, ensure_ascii=False))
-            self._write_event("[DONE]")
+            for name, data in events:
+                self._write_event(data, name)
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
-    def _write_event(self, data: str) -> None:
-        event = f"data: {data}\n\n".encode()
+    def _write_event(self, data: str, name: str | None = None) -> None:
+        named = f"event: {name}\n" if name else ""
+        event = f"{named}data: {data}\n\n".encode()
         self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
         self.wfile.flush()

@@ -117,6 +117,7 @@ def decision_page(page: ShownPage, operator: str, csrf: str, now: datetime) -> s
     fields = "".join([
         _field("Tool", f'<span class="tool">{shown(proposal.tool_name)}</span>', "tool"),
         _field("Agent", shown(proposal.owner or "-"), "agent"),
+        _field("Runtime", shown(proposal.runtime), "runtime"),
         _field("Thread", shown(proposal.thread_id or "-"), "thread"),
         _field("User", shown(proposal.user or "-"), "user"),
         _field("Reason", shown(proposal.policy_reason or "-"), "reason"),

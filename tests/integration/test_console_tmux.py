@@ -172,3 +172,20 @@ def test_keys_copy_prefix_and_a_100x30_layout_in_a_real_terminal(
     with SQLModelProvider(url) as provider:
         after = {found: provider.ledger.get(found).status for found in ids}
     assert after == statuses, refused
+
+    # The same for "Down r": the reject dialog never names the row just left.
+    with SQLModelProvider(url) as provider:
+        left_tool = provider.ledger.get(first_left).tool_name
+    tmux.keys("Home")
+    tmux.keys("d")
+    tmux.wait_for(lambda s: f"id          {first_left}" in s, 10, "the first row's detail again")
+    tmux.keys("Escape")
+    tmux.wait_for(lambda s: "Approval inbox" in s, 10, "the lists back again")
+    # The earlier refusal's toast is gone, so what is seen next answers this key.
+    tmux.wait_for(lambda s: "Selection just changed" not in s, 20, "the earlier toast gone")
+    time.sleep(1.5)
+    tmux.keys("Down", "r")
+    shown = tmux.wait_for(
+        lambda s: "Selection just changed" in s or ": why?" in s, 10, "a refusal or the dialog"
+    )
+    assert f"Reject {left_tool}" not in shown, shown

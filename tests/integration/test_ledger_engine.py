@@ -291,3 +291,33 @@ def test_an_older_ledger_is_migrated_on_open_and_keeps_its_data(ledger_url: str)
         assert ApprovalLedger(Repository(engine)).get(proposal.proposal_id) == proposal
     finally:
         engine.dispose()
+
+
+def test_migration_0010_names_the_runtime_of_older_mcp_calls(ledger_url: str) -> None:
+    """Calls recorded before runtimes existed: MCP tool calls read ``mcp:<server>``, the rest
+    ``sdk``; both stay listable by runtime."""
+    from supervisor.store.migrate import upgrade
+
+    engine = create_ledger_engine(ledger_url)
+    try:
+        with engine.begin() as connection:
+            upgrade(connection, "0009")
+        current = create_ledger_engine("sqlite://")
+        made = ApprovalLedger(current)
+        mcp_call = made.propose("add", "a" * 64, {"n": 1}, execution_target={"mcp_server": "files"})
+        own_call = made.propose("send_email", "f" * 64, {"to": "a@b.c"})
+        current.dispose()
+        with engine.begin() as connection:
+            columns = {column["name"] for column in sa.inspect(connection).get_columns("proposal")}
+            assert "runtime" not in columns
+            for proposal in (mcp_call, own_call):
+                values = {k: v for k, v in proposal_to_values(proposal).items() if k in columns}
+                connection.execute(sa.table("proposal", *map(sa.column, values)).insert(), values)
+        assert ensure_schema(engine) == SCHEMA_VERSION
+        ledger = ApprovalLedger(Repository(engine))
+        assert ledger.get(mcp_call.proposal_id).runtime == "mcp:files"
+        assert ledger.get(own_call.proposal_id).runtime == "sdk"
+        listed = ledger.list(runtime="mcp:files").items
+        assert [p.proposal_id for p in listed] == [mcp_call.proposal_id]
+    finally:
+        engine.dispose()

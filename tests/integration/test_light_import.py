@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("textual", "openai", "browser_use", "e2b", "mcp", "screens")
+HEAVY = ("textual", "openai", "browser_use", "e2b", "mcp", "acp", "screens")
 
 
 def _loaded_after(statement: str) -> set[str]:

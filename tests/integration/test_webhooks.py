@@ -127,6 +127,7 @@ def test_one_signed_post_per_blocked_proposal_with_no_secret_in_it(
         by_tool = {event["proposal"]["tool"]: event["proposal"] for event in events}
         email = by_tool["send_email"]
         assert email["agent"] == "mailer" and email["thread_id"] == "t-1"
+        assert email["runtime"] == "sdk"
         assert email["reason"] == "sends email outside"
         assert '"api_key":"[REDACTED]"' in email["args_preview"]
         assert "ops@example.com" in email["args_preview"]  # what is no secret stays readable

@@ -181,6 +181,8 @@ class DetailPane(Vertical):
             f"args hash   {args_hash}{'' if self.full_hash else '…  (h: full)'}",
             f"policy      {proposal.policy_reason or '-'}",
             f"owner       {proposal.owner or '-'}   user {proposal.user or '-'}",
+            f"runtime     {proposal.runtime}"
+            + (f"   turn {proposal.turn_id}" if proposal.turn_id else ""),
             f"thread      {proposal.thread_id or '-'}",
             f"checkpoint  {proposal.checkpoint_id or '-'}",
             f"domains     {', '.join(proposal.domains) or '-'}   "

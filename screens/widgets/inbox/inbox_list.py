@@ -34,23 +34,28 @@ COLUMNS: tuple[tuple[str, int, int], ...] = (
     ("risk", 6, 6),
     ("expires", 9, 9),
 )
+#: The columns while calls of another runtime than our own agents' are pending: the runtime
+#: (claude-code, mcp:SERVER, acp:AGENT) after the agent. Our own agents alone keep the above.
+WITH_RUNTIME: tuple[tuple[str, int, int], ...] = (*COLUMNS[:3], ("runtime", 7, 11), *COLUMNS[3:])
 #: How many cells of a proposal id the inbox shows (a prefix the CLI accepts).
 ID_WIDTH = COLUMNS[0][1]
+
+Columns = tuple[tuple[str, int, int], ...]
 
 Cells = tuple[str, ...]
 
 
 @functools.lru_cache(maxsize=64)
-def fit_widths(width: int) -> tuple[int, ...]:
+def fit_widths(width: int, columns: Columns = COLUMNS) -> tuple[int, ...]:
     """Column widths for a row of ``width`` cells (a leading space, one space between columns).
 
     Below the wanted total, the shrinking columns lose width in proportion to what they can
     spare, never below their minimum; above it, they share the extra up to twice what they
     want. The fixed columns keep their width either way, so an id or a countdown is never cut.
     """
-    available = width - 1 - (len(COLUMNS) - 1)
-    minimum = [low for _, low, _ in COLUMNS]
-    wanted = [want for _, _, want in COLUMNS]
+    available = width - 1 - (len(columns) - 1)
+    minimum = [low for _, low, _ in columns]
+    wanted = [want for _, _, want in columns]
     if available >= sum(wanted):
         widths = list(wanted)
         extra = available - sum(wanted)
@@ -74,9 +79,9 @@ def layout_line(cells: Sequence[str], widths: Sequence[int]) -> str:
     return " ".join(f"{cell:<{width}.{width}}" for cell, width in zip(cells, widths, strict=True))
 
 
-def header_line(widths: Sequence[int]) -> str:
+def header_line(widths: Sequence[int], columns: Columns = COLUMNS) -> str:
     """The column names laid out like the rows."""
-    return " " + layout_line([name for name, _, _ in COLUMNS], widths)
+    return " " + layout_line([name for name, _, _ in columns], widths)
 
 
 class InboxList(ScrollView, can_focus=True):
@@ -119,6 +124,7 @@ class InboxList(ScrollView, can_focus=True):
     def __init__(self, cells_of: Callable[[str], Cells], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.cells_of = cells_of
+        self.columns: Columns = COLUMNS
         self.row_ids: list[str] = []
         self.cursor_row = 0
         self._strips: LRUCache[tuple[str, Cells, int, bool, bool, bool], Strip] = LRUCache(512)
@@ -132,6 +138,13 @@ class InboxList(ScrollView, can_focus=True):
     def cursor_id(self) -> str | None:
         """The id of the row under the cursor."""
         return self.row_ids[self.cursor_row] if self.row_ids else None
+
+    def set_columns(self, columns: Columns) -> None:
+        """Lay the rows out in ``columns`` (``cells_of`` gives one cell per column)."""
+        if columns != self.columns:
+            self.columns = columns
+            self._strips.clear()
+            self.refresh()
 
     def set_rows(self, row_ids: list[str]) -> None:
         """Show ``row_ids`` in order, keeping the cursor on the same row when it is still there."""
@@ -192,7 +205,7 @@ class InboxList(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         if y == 0:
             header = self.rich_style + self.get_component_rich_style("inbox-list--header")
-            line = header_line(fit_widths(width))
+            line = header_line(fit_widths(width, self.columns), self.columns)
             return Strip([Segment(line, header)]).adjust_cell_length(width, header)
         index = int(self.scroll_offset.y) + y - 1
         if index >= len(self.row_ids):
@@ -209,7 +222,7 @@ class InboxList(ScrollView, can_focus=True):
             style = style + self.get_component_rich_style("inbox-list--even-row")
         if cursor:
             style = style + self.get_component_rich_style("inbox-list--cursor")
-        line = " " + layout_line(cells, fit_widths(width))
+        line = " " + layout_line(cells, fit_widths(width, self.columns))
         strip = Strip([Segment(line, style)]).adjust_cell_length(width, style)
         self._strips[key] = strip
         return strip

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -12,8 +12,8 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from screens.literal import literal
-from screens.widgets.inbox.inbox_list import COLUMNS, ID_WIDTH, InboxList
-from supervisor.ledger.models import Proposal
+from screens.widgets.inbox.inbox_list import COLUMNS, ID_WIDTH, WITH_RUNTIME, InboxList
+from supervisor.ledger.models import SDK_RUNTIME, Proposal
 from supervisor.services.approvals import InboxChange
 from supervisor.services.rendering import visible_escapes
 from supervisor.services.risk import risk_label
@@ -43,18 +43,44 @@ def format_countdown(expires_at: datetime, now: datetime) -> str:
     return f"{secs}s"
 
 
+#: ``field:value`` filter terms and the proposal text each one looks in.
+FIELD_TERMS: dict[str, Callable[[Proposal], str]] = {
+    "tool": lambda proposal: proposal.tool_name,
+    "agent": lambda proposal: proposal.owner,
+    "runtime": lambda proposal: proposal.runtime,
+    "session": lambda proposal: proposal.thread_id or "",
+    "thread": lambda proposal: proposal.thread_id or "",
+    "domain": lambda proposal: " ".join(proposal.domains),
+    "risk": lambda proposal: proposal.risk or "",
+}
+
+
 def matches(proposal: Proposal, query: str) -> bool:
-    """Every whitespace-separated term occurs in the tool, agent, thread, domains or risk."""
+    """Every whitespace-separated term occurs in the tool, agent, runtime, thread, domains or
+    risk; a ``field:value`` term (``runtime:claude``, ``session:abc``) only in that field."""
     haystack = " ".join(
-        (proposal.tool_name, proposal.owner, proposal.thread_id or "", *proposal.domains)
+        (proposal.tool_name, proposal.owner, proposal.runtime, proposal.thread_id or "")
+        + proposal.domains
         + ((proposal.risk,) if proposal.risk else ())
     ).lower()
-    return all(term in haystack for term in query.lower().split())
+    for term in query.lower().split():
+        field, colon, value = term.partition(":")
+        if colon and field in FIELD_TERMS:
+            if value not in FIELD_TERMS[field](proposal).lower():
+                return False
+        elif term not in haystack:
+            return False
+    return True
 
 
 def sort_key(proposal: Proposal) -> tuple[datetime, str]:
     """Inbox order: oldest first, ties broken by id (the ledger's page order)."""
     return (proposal.created_at, proposal.proposal_id)
+
+
+def session_key(proposal: Proposal) -> tuple[str, str, datetime, str]:
+    """Grouped order: by runtime and session (thread), oldest first within a session."""
+    return (proposal.runtime, proposal.thread_id or "", *sort_key(proposal))
 
 
 class InboxPane(Vertical):
@@ -77,10 +103,14 @@ class InboxPane(Vertical):
         self.query_text = ""
         self.now: datetime | None = None
         self.orphaned: frozenset[str] = frozenset()
+        self.grouped = False
         self._cells: dict[str, tuple[str, ...]] = {}
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter: tool, agent, thread, domain", id="inbox-filter")
+        yield Input(
+            placeholder="filter: tool, agent, runtime, session, domain (runtime:NAME)",
+            id="inbox-filter",
+        )
         yield Static("", id="inbox-empty", markup=False)
         yield InboxList(self._row_cells, id="inbox-table")
 
@@ -94,6 +124,7 @@ class InboxPane(Vertical):
             proposal.proposal_id[:ID_WIDTH],
             orphan + quorum_badge(proposal) + visible_escapes(proposal.tool_name),
             visible_escapes(proposal.owner or "-"),
+            *((visible_escapes(proposal.runtime),) if self.table.columns is WITH_RUNTIME else ()),
             visible_escapes(proposal.thread_id or "-"),
             visible_escapes(",".join(proposal.domains) or "-"),
             risk_label(proposal, self.high_risk_domains),
@@ -103,7 +134,7 @@ class InboxPane(Vertical):
         """The cells of one row, the countdown computed when the row is drawn."""
         proposal = self.proposals.get(proposal_id)
         if proposal is None:
-            return ("-",) * len(COLUMNS)
+            return ("-",) * len(self.table.columns)
         cells = self._cells.get(proposal_id)
         if cells is None:
             cells = self._cells[proposal_id] = self._static_cells(proposal)
@@ -127,6 +158,11 @@ class InboxPane(Vertical):
         self.query_text = query
         self._show()
 
+    def set_grouped(self, grouped: bool) -> None:
+        """Order the rows by runtime and session (``True``) or oldest first (``False``)."""
+        self.grouped = grouped
+        self._show()
+
     def rebuild(self, proposals: Iterable[Proposal] | None = None) -> None:
         """Redraw every row (optionally from a new pending set)."""
         if proposals is not None:
@@ -135,7 +171,14 @@ class InboxPane(Vertical):
         self._show()
 
     def _show(self) -> None:
-        ordered = sorted(self.proposals.values(), key=sort_key)
+        # The runtime column is shown while another runtime's calls are pending.
+        columns = COLUMNS
+        if any(proposal.runtime != SDK_RUNTIME for proposal in self.proposals.values()):
+            columns = WITH_RUNTIME
+        if columns is not self.table.columns:
+            self.table.set_columns(columns)
+            self._cells.clear()
+        ordered = sorted(self.proposals.values(), key=session_key if self.grouped else sort_key)
         if self.query_text.strip():
             ordered = [proposal for proposal in ordered if matches(proposal, self.query_text)]
         self.table.set_rows([proposal.proposal_id for proposal in ordered])
