@@ -33,6 +33,7 @@ TESTS_DIR = Path(__file__).resolve().parents[1]
 NOTES_SERVER = str(TESTS_DIR / "support" / "mcp_notes_server.py")
 INSPECTOR = TESTS_DIR / "node" / "mcp-inspector" / "node_modules" / ".bin" / "mcp-inspector"
 OWNER = "mcp-gateway:notes"
+pytestmark = pytest.mark.slow
 
 
 def _notes(path: Path) -> list[dict[str, Any]]:
