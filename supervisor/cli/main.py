@@ -29,6 +29,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "policy": ("supervisor.cli.policy:policy", "Apply, show, diff and test the policy."),
     "grants": ("supervisor.cli.grants:grants", "Allow calls like an approved one; list, revoke."),
     "mcp-server": ("supervisor.cli.mcp_server:mcp_server", "Read-only ledger view over MCP."),
+    "mcp-gateway": (
+        "supervisor.cli.mcp_gateway:mcp_gateway",
+        "Put any MCP server behind approval (stdio gateway); install it in a client.",
+    ),
     "acp": ("supervisor.cli.acp:acp", "Relay an ACP agent; its permission requests are proposals."),
     "run": ("supervisor.cli.run:run", "Run MODULE:FACTORY as a supervised agent process."),
     "processes": (

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
@@ -55,6 +56,8 @@ class McpCallResult:
     texts: tuple[str, ...]
     other_blocks: tuple[str, ...]
     is_error: bool
+    blocks: tuple[dict[str, Any], ...] = ()
+    """Every content block as JSON data, in order (what a gateway forwards unchanged)."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,8 @@ class McpConnection:
     Args:
         config: Which server and how to reach it.
         on_elicitation: Called (from the connection's thread) with each declined elicitation.
+        on_tools_changed: Called (from the connection's thread) when the server sends
+            ``notifications/tools/list_changed``.
     """
 
     def __init__(
@@ -88,9 +93,11 @@ class McpConnection:
         config: McpServerConfig,
         *,
         on_elicitation: Callable[[ElicitationNotice], None] | None = None,
+        on_tools_changed: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
         self.on_elicitation = on_elicitation
+        self.on_tools_changed = on_tools_changed
         self.elicitations: list[ElicitationNotice] = []
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -223,7 +230,13 @@ class McpConnection:
         try:
             async with self._make_client() as client:
                 ready.set_result(client)
-                await closing.wait()
+                if self.on_tools_changed is None:
+                    await closing.wait()
+                    return
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self._listen, client)
+                    await closing.wait()
+                    group.cancel_scope.cancel()
         except BaseException as exc:  # reported to whoever waits on ready
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(exc))
@@ -247,9 +260,32 @@ class McpConnection:
             server,
             read_timeout_seconds=config.timeout_seconds,
             elicitation_callback=self._decline_elicitation,
+            message_handler=self._on_message,
             client_info=types.Implementation(name="agent-supervisor", version=__version__),
             cache=None,
         )
+
+    async def _listen(self, client: Client) -> None:
+        """Follow tool-list changes on a 2026-07-28 connection (``subscriptions/listen``);
+        earlier ones send ``notifications/tools/list_changed`` to :meth:`_on_message`."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._tools_changed()
+        except Exception:  # not supported or the stream dropped: notifications still arrive
+            return
+
+    def _tools_changed(self) -> None:
+        if self.on_tools_changed is not None:
+            try:
+                self.on_tools_changed()
+            except Exception:  # a failing observer must not end the session
+                pass
+
+    async def _on_message(self, message: Any) -> None:
+        """Tell ``on_tools_changed`` about a tool-list change; other messages are ignored."""
+        if isinstance(message, types.ToolListChangedNotification):
+            self._tools_changed()
 
     async def _decline_elicitation(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
@@ -293,6 +329,10 @@ class McpConnection:
             texts=tuple(texts),
             other_blocks=tuple(others),
             is_error=bool(result.is_error),
+            blocks=tuple(
+                block.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for block in result.content
+            ),
         )
 
 
