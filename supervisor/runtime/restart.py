@@ -93,6 +93,28 @@ def _rebind_hint(error: SupervisorError) -> str:
     return "Reject or cancel the proposal and run the call again with the current tool."
 
 
+def _external_runtime_hint(proposal: Proposal) -> str | None:
+    """What to do with an orphan of an agent this SDK did not build (``None`` for our own)."""
+    runtime = proposal.runtime
+    if runtime == "claude-code":
+        return (
+            "Its hook is gone, so approving runs nothing: cancel it "
+            f"(`supervisor proposals cancel {proposal.proposal_id}`); Claude Code asks again "
+            "when the call is made again."
+        )
+    if runtime.startswith("mcp:") and proposal.owner.startswith("mcp-gateway:"):
+        return (
+            "Send the call again through `supervisor mcp-gateway`: the identical call joins this "
+            "proposal and, once approved, runs once. Or cancel it."
+        )
+    if runtime.startswith("acp:"):
+        return (
+            "The ACP session ended with its relay: cancel it "
+            f"(`supervisor proposals cancel {proposal.proposal_id}`)."
+        )
+    return None
+
+
 def check_rebuildable(
     ledger: ApprovalLedger, proposal: Proposal, allowlist: frozenset[str]
 ) -> AgentConfig:
@@ -107,6 +129,14 @@ def check_rebuildable(
     """
     owner = proposal.owner
     record = ledger.load_agent(owner)
+    if record is None and (hint := _external_runtime_hint(proposal)) is not None:
+        raise NotResumable(
+            f"Proposal {proposal.proposal_id} was asked for by {proposal.runtime} "
+            f"({owner or 'no agent id'}), which runs the call itself, so no supervisor can "
+            "resume it.",
+            hint=hint,
+            agent=owner,
+        )
     if record is None:
         raise NotResumable(
             f"Proposal {proposal.proposal_id} was made by agent {owner!r}, which is not saved in "

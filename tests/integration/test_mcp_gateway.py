@@ -472,6 +472,7 @@ def test_sigkill_after_approval_before_the_call_ran_then_a_retry_runs_it_once(
     assert _proposal(sqlite_url, proposal.proposal_id).status is ProposalStatus.APPROVED
     resume = run_cli("resume", proposal.proposal_id, "--db", sqlite_url)  # no agent to re-create
     assert resume.returncode == 2 and "not_resumable" in resume.stderr
+    assert "supervisor mcp-gateway" in resume.stderr, resume.stderr
     assert _notes(notes) == []
     second = _start_gateway(env)
     try:
