@@ -39,6 +39,7 @@ check: format-check lint types contracts test
 
 bench:
 	$(PY) bench/bench_dispatch.py
+	$(PY) bench/bench_runtime.py --rounds 5 --decisions 0
 
 clean:
 	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache build dist

@@ -9,7 +9,8 @@
    when it saw the decision and when the resume finished. The peer is the same waiter polling the
    proposal every 100 ms instead of following the ledger's change feed.
 
-Run: .venv/bin/python bench/bench_runtime.py [--turns 200] [--decisions 60]
+Run: .venv/bin/python bench/bench_runtime.py [--rounds 10] [--turns 20] [--decisions 60]
+(``--decisions 0`` measures the overhead only.)
 """
 
 from __future__ import annotations
@@ -46,7 +47,13 @@ def _script(request: Any) -> Turn:
     return CallTools([ToolCall("inventory_lookup", {"sku": "A-100"})])
 
 
-def overhead(turns: int, url: str) -> None:
+def overhead(rounds: int, turns: int, url: str) -> None:
+    """Agent runs and bare-client turns, alternating turn by turn; one ratio per round.
+
+    A round is ``turns`` turns of each path, interleaved (each path goes first in half of the
+    pairs); its ratio is the ratio of the two medians. The figure is the median of the rounds'
+    ratios, so a burst of load from other processes lands on both paths of the same round.
+    """
     with ScriptedModel(_script) as model:
         provider = SQLModelProvider(url)
         agent = (
@@ -75,22 +82,44 @@ def overhead(turns: int, url: str) -> None:
             )
             client.chat.completions.create(model="m", messages=messages, tools=tools)
 
+        def agent_turn() -> None:
+            assert agent.run("stock?").status == "completed"
+
+        def timed(turn: Any) -> float:
+            started = time.perf_counter()
+            turn()
+            return (time.perf_counter() - started) * 1000
+
+        for _ in range(turns):  # warm-up: connections, caches, first checkpoints
+            timed(agent_turn), timed(bare)
         agent_times: list[float] = []
         bare_times: list[float] = []
-        for _ in range(turns):
-            started = time.perf_counter()
-            assert agent.run("stock?").status == "completed"
-            agent_times.append((time.perf_counter() - started) * 1000)
-            started = time.perf_counter()
-            bare()
-            bare_times.append((time.perf_counter() - started) * 1000)
+        ratios: list[float] = []
+        for _ in range(rounds):
+            agent_block: list[float] = []
+            bare_block: list[float] = []
+            for index in range(turns):  # alternate turn by turn, each path first half the time
+                if index % 2:
+                    bare_block.append(timed(bare))
+                    agent_block.append(timed(agent_turn))
+                else:
+                    agent_block.append(timed(agent_turn))
+                    bare_block.append(timed(bare))
+            agent_times += agent_block
+            bare_times += bare_block
+            ratios.append(statistics.median(agent_block) / statistics.median(bare_block))
         provider.close()
     agent_ms, bare_ms = statistics.median(agent_times), statistics.median(bare_times)
     print(f"tool-call turn, agent run (2 model requests)  median {agent_ms:6.2f} ms")
     print(f"same 2 requests, bare openai client + dispatch  median {bare_ms:6.2f} ms")
     print(
         f"runtime overhead per tool-call turn            {agent_ms - bare_ms:6.2f} ms "
-        f"(ratio {agent_ms / bare_ms:.2f}x)"
+        f"(ratio of medians {agent_ms / bare_ms:.2f}x)"
+    )
+    low, high = min(ratios), max(ratios)
+    print(
+        f"agent / bare, median of {rounds} round ratios   {statistics.median(ratios):6.2f}x "
+        f"(rounds {low:.2f}-{high:.2f}x, {turns} turns each)"
     )
 
 
@@ -154,7 +183,8 @@ def decisions(count: int, url: str, mode: str) -> tuple[list[float], list[float]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--turns", type=int, default=20, help="turns per path per round")
     parser.add_argument("--decisions", type=int, default=60)
     parser.add_argument("--waiter", choices=["feed", "poll"])
     parser.add_argument("--url")
@@ -163,7 +193,9 @@ def main() -> None:
         waiter(options.url, options.waiter)
         return
     with tempfile.TemporaryDirectory() as folder:
-        overhead(options.turns, f"sqlite:///{Path(folder) / 'overhead.db'}")
+        overhead(options.rounds, options.turns, f"sqlite:///{Path(folder) / 'overhead.db'}")
+        if not options.decisions:
+            return
         rows = []
         for mode in ("feed", "poll"):
             url = f"sqlite:///{Path(folder) / f'decisions-{mode}.db'}"

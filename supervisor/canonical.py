@@ -24,12 +24,52 @@ from supervisor.errors import CanonicalJSONError
 _EXACT_FLOAT_LIMIT = 2**53
 
 
+class _Unusual(Exception):
+    """Raised by :func:`_plain` on anything it leaves to the checked walk."""
+
+
+def _plain(value: Any) -> Any:
+    """:func:`normalise` for values made only of the exact JSON types, without building paths.
+
+    Raises:
+        _Unusual: a subclass of a JSON type, a non-JSON value, a non-string key, or a float
+            that is not finite.
+    """
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        plain: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Unusual
+            plain[key] = _plain(item)
+        return plain
+    if kind is list or kind is tuple:
+        return [_plain(item) for item in value]
+    if kind is float:
+        if math.isnan(value) or math.isinf(value):
+            raise _Unusual
+        if value.is_integer() and abs(value) < _EXACT_FLOAT_LIMIT:
+            return int(value)
+        return value
+    raise _Unusual
+
+
 def normalise(value: Any, *, path: str = "$") -> Any:
     """Return ``value`` as plain JSON data with numbers normalised.
 
     Raises:
         CanonicalJSONError: ``value`` holds NaN, Infinity, a non-string key or a non-JSON type.
     """
+    try:
+        return _plain(value)
+    except _Unusual:  # the walk below says where, or converts subclasses of the JSON types
+        return _checked(value, path)
+
+
+def _checked(value: Any, path: str) -> Any:
+    """:func:`normalise`, naming the path of the first value that is not JSON data."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -53,10 +93,10 @@ def normalise(value: Any, *, path: str = "$") -> Any:
                     hint="JSON object keys must be strings.",
                     path=path,
                 )
-            normalised[key] = normalise(item, path=f"{path}.{key}")
+            normalised[key] = _checked(item, f"{path}.{key}")
         return normalised
     if isinstance(value, (list, tuple)):
-        return [normalise(item, path=f"{path}[{index}]") for index, item in enumerate(value)]
+        return [_checked(item, f"{path}[{index}]") for index, item in enumerate(value)]
     raise CanonicalJSONError(
         f"{path} is a {type(value).__name__}, which is not JSON data.",
         hint="Convert it to a dict, list, string, number, boolean or null first.",

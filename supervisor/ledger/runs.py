@@ -87,8 +87,10 @@ class RunsServiceMixin(LedgerBase):
         state: Mapping[str, Any] | None = None,
         checkpoint_id: str | None = None,
         schema_version: int = CHECKPOINT_SCHEMA_VERSION,
+        trace: Iterable[TraceEvent] = (),
     ) -> Checkpoint:
-        """Store an agent's resumable state as JSON (checkpoints are immutable).
+        """Store an agent's resumable state as JSON (checkpoints are immutable), with the trace
+        events that led to it in the same transaction (see :meth:`append_trace`).
 
         Args:
             agent_id: The agent.
@@ -98,6 +100,7 @@ class RunsServiceMixin(LedgerBase):
             state: Runtime state (JSON object) needed to resume.
             checkpoint_id: A pre-chosen id (so proposals can reference it); generated if omitted.
             schema_version: Version of the checkpoint's layout.
+            trace: Trace events to append with it (one commit for a run's step).
 
         Returns:
             The stored checkpoint.
@@ -115,8 +118,11 @@ class RunsServiceMixin(LedgerBase):
             schema_version=schema_version,
             created_at=self._now(),
         )
+        batch = [self.redact_trace_event(event) for event in trace]
         with self.repository.write(audited=False) as tx:
             tx.insert_checkpoint(checkpoint)
+            tx.insert_trace_events(batch)
+        self._traced(len(batch))
         return checkpoint
 
     def load_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
@@ -161,15 +167,19 @@ class RunsServiceMixin(LedgerBase):
         batch = [self.redact_trace_event(event) for event in events]
         with self.repository.write(audited=False) as tx:
             tx.insert_trace_events(batch)
+        self._traced(len(batch))
+        return len(batch)
+
+    def _traced(self, count: int) -> None:
+        """``count`` events were appended: prune on the retention's cadence."""
         retention = self.trace_retention
-        self._traces_since_prune += len(batch)
+        self._traces_since_prune += count
         if retention.prune_every and self._traces_since_prune >= retention.prune_every:
             self._traces_since_prune = 0
             try:
                 self.prune_traces(limit=retention.batch)
             except LedgerError:
                 pass
-        return len(batch)
 
     def prune_traces(
         self, retention: TraceRetention | None = None, *, limit: int | None = None

@@ -20,7 +20,7 @@ from supervisor.runtime.errors import AgentNotFound
 from supervisor.runtime.llm import ChatModel
 from supervisor.runtime.offload import ResultOffloader, expansion_tools
 from supervisor.runtime.results import ApprovalResumeResult, RunResult
-from supervisor.runtime.run import start_run, thread_history
+from supervisor.runtime.run import new_thread_history, start_run, thread_history
 from supervisor.store.provider import SQLModelProvider
 from supervisor.toolbox import Toolbox
 from supervisor.tools.registry import ToolRegistry
@@ -127,8 +127,12 @@ class MemAgent:
         Returns:
             A :class:`RunResult`; ``status="awaiting_approval"`` carries the pending proposals.
         """
-        thread_id = thread_id or uuid.uuid4().hex
-        history = thread_history(self.context, thread_id)
+        history: list[dict[str, Any]] | RunResult
+        if not thread_id:  # a new thread: no checkpoint to read
+            thread_id = uuid.uuid4().hex
+            history = new_thread_history(self.context)
+        else:
+            history = thread_history(self.context, thread_id)
         if isinstance(history, RunResult):
             return history
         result = start_run(self.context, query, thread_id, user_id, history)

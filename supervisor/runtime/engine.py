@@ -44,9 +44,10 @@ class TurnEngine:
         self, tracer: RunTracer, messages: list[dict[str, Any]], state: RunState,
         pending: list[dict[str, Any]] | None = None, checkpoint_id: str | None = None,
     ) -> None:  # fmt: skip
+        """The checkpoint and every trace event buffered so far, in one transaction."""
         save_checkpoint(
             self.context.ledger, self.context.agent_id, tracer.thread_id, messages,
-            pending or [], state, checkpoint_id=checkpoint_id,
+            pending or [], state, checkpoint_id=checkpoint_id, trace=tracer.take(),
         )  # fmt: skip
 
     def run_loop(
@@ -79,9 +80,8 @@ class TurnEngine:
             messages.append(turn.as_message())
             if not turn.tool_calls:
                 state.status = "completed"
-                self._save(tracer, messages, state)
                 tracer.event("run", outcome_status="completed", turns=state.turns)
-                tracer.flush()
+                self._save(tracer, messages, state)
                 return run_result("completed", tracer, state, output=turn.content)
             pending = self.process_calls(turn, state, tracer, renamed)
             if pending:
@@ -102,9 +102,8 @@ class TurnEngine:
         detail: dict[str, Any] | None = None,
     ) -> RunResult:
         state.status = status
-        self._save(tracer, messages, state)
         tracer.event("run", outcome_status=status, reason_code=code)
-        tracer.flush()
+        self._save(tracer, messages, state)
         error = detail or {"code": code, "message": f"The run stopped: {code}."}
         return run_result(status, tracer, state, error=error)
 

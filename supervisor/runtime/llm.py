@@ -89,6 +89,12 @@ class ChatModel:
     ) -> AssistantTurn:
         """Ask the model for its next turn.
 
+        The history and the tool definitions are JSON data this runtime built, so they go in
+        ``extra_body``, which the client sends as it is (and which takes precedence over the
+        empty ``messages`` argument): the client's request transformation of typed parameters
+        (aliases, dates, files: none of which chat messages or function tools use) would copy
+        them unchanged at ~0.15 ms per message and ~0.1 ms per tool on every request.
+
         Raises:
             ModelConfigError: no API key is configured.
             ModelUnavailable: the endpoint failed after the retries, or refused the request.
@@ -96,9 +102,10 @@ class ChatModel:
         import openai
 
         client = self._get_client()
-        request: dict[str, Any] = {"model": self.config.model, "messages": messages}
+        request: dict[str, Any] = {"model": self.config.model, "messages": ()}
+        request["extra_body"] = body = {"messages": messages}
         if tools:
-            request["tools"] = tools
+            body["tools"] = tools
         if self.config.temperature is not None:
             request["temperature"] = self.config.temperature
         try:

@@ -85,18 +85,25 @@ def _cached_run(
 ) -> RunResult:
     messages.append({"role": "assistant", "content": answer})
     state.status = "completed"
-    save_checkpoint(context.ledger, context.agent_id, tracer.thread_id, messages, [], state)
     tracer.event("cache_hit", outcome_status="completed")
-    tracer.flush()
+    save_checkpoint(
+        context.ledger, context.agent_id, tracer.thread_id, messages, [], state,
+        trace=tracer.take(),
+    )  # fmt: skip
     return run_result("completed", tracer, state, output=answer)
+
+
+def new_thread_history(context: RuntimeContext) -> list[dict[str, Any]]:
+    """The messages a thread starts with: the instructions, if any."""
+    instructions = context.config.instructions
+    return [{"role": "system", "content": instructions}] if instructions else []
 
 
 def thread_history(context: RuntimeContext, thread_id: str) -> list[dict[str, Any]] | RunResult:
     """The thread's messages so far, or a failed result while the thread waits for decisions."""
     checkpoint = context.ledger.latest_checkpoint(context.agent_id, thread_id)
     if checkpoint is None:
-        instructions = context.config.instructions
-        return [{"role": "system", "content": instructions}] if instructions else []
+        return new_thread_history(context)
     state = load_state(checkpoint.state)
     if state.status == "awaiting_approval":
         return RunResult(

@@ -11,6 +11,7 @@ from supervisor.outcomes import OutcomeRecord
 from supervisor.runtime.errors import CheckpointTooNew
 
 if TYPE_CHECKING:
+    from supervisor.ledger.models import TraceEvent
     from supervisor.ledger.service import ApprovalLedger
 
 #: Bumped when the checkpoint layout changes; a newer checkpoint is refused, not guessed at.
@@ -69,11 +70,13 @@ def save_checkpoint(
     state: RunState,
     *,
     checkpoint_id: str | None = None,
+    trace: Iterable[TraceEvent] = (),
 ) -> str:
-    """Store the run's history, pending calls and state as JSON; returns the checkpoint id."""
+    """Store the run's history, pending calls and state as JSON, with the ``trace`` events that
+    led to them in the same transaction; returns the checkpoint id."""
     checkpoint = ledger.save_checkpoint(
         agent_id, thread_id, messages, list(pending),
-        state=state.model_dump(mode="json"), checkpoint_id=checkpoint_id,
+        state=state.model_dump(mode="json"), checkpoint_id=checkpoint_id, trace=trace,
     )  # fmt: skip
     return checkpoint.checkpoint_id
 

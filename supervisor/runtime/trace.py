@@ -67,8 +67,13 @@ class RunTracer:
             )
         )
 
+    def take(self) -> list[TraceEvent]:
+        """The buffered events, handed to a caller that writes them with its own transaction
+        (a checkpoint and the events that led to it commit together)."""
+        batch, self._buffer = self._buffer, []
+        return batch
+
     def flush(self) -> None:
         """Write buffered events (one transaction)."""
         if self._buffer:
-            batch, self._buffer = self._buffer, []
-            self._ledger.append_trace(batch)
+            self._ledger.append_trace(self.take())

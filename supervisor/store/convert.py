@@ -255,16 +255,21 @@ def checkpoint_from_row(row: CheckpointRow) -> Checkpoint:
 
 
 def checkpoint_to_row(checkpoint: Checkpoint) -> CheckpointRow:
-    return CheckpointRow(
-        id=checkpoint.checkpoint_id,
-        agent_id=checkpoint.agent_id,
-        thread_id=checkpoint.thread_id,
-        messages_json=canonical_json(checkpoint.messages),
-        pending_tool_calls_json=canonical_json(checkpoint.pending_tool_calls),
-        state_json=canonical_json(checkpoint.state),
-        schema_version=checkpoint.schema_version,
-        created_at=checkpoint.created_at,
-    )
+    return CheckpointRow(**checkpoint_to_values(checkpoint))
+
+
+def checkpoint_to_values(checkpoint: Checkpoint) -> dict[str, Any]:
+    """The checkpoint table's column values (the sequence number is the database's)."""
+    return {
+        "id": checkpoint.checkpoint_id,
+        "agent_id": checkpoint.agent_id,
+        "thread_id": checkpoint.thread_id,
+        "messages_json": canonical_json(checkpoint.messages),
+        "pending_tool_calls_json": canonical_json(checkpoint.pending_tool_calls),
+        "state_json": canonical_json(checkpoint.state),
+        "schema_version": checkpoint.schema_version,
+        "created_at": checkpoint.created_at,
+    }
 
 
 def trace_from_row(row: TraceEventRow) -> TraceEvent:

@@ -19,6 +19,16 @@ from supervisor.ledger.grants import GRANT_CREATE, GRANT_SUBJECT_PREFIX, Grant
 from supervisor.store.tables import AuditRow, GrantRow
 
 _GRANT = SQLModel.metadata.tables[GrantRow.__tablename__]
+#: The runtime asks this on every proposal of a grantable tool: built once.
+_LIVE_GRANTS_OF_TOOL = (
+    sa.select(_GRANT)
+    .where(
+        _GRANT.c.tool_name == sa.bindparam("tool_name"),
+        _GRANT.c.revoked_at.is_(None),
+        _GRANT.c.expires_at > sa.bindparam("live_at", type_=_GRANT.c.expires_at.type),
+    )
+    .order_by(_GRANT.c.created_at.desc(), _GRANT.c.id)
+)
 _AUDIT = SQLModel.metadata.tables[AuditRow.__tablename__]
 
 
@@ -62,6 +72,9 @@ class GrantsMixin:
         self, *, tool_name: str | None = None, live_at: datetime | None = None
     ) -> list[Grant]:
         """Grants, newest first; ``live_at``: only those neither revoked nor expired then."""
+        if tool_name is not None and live_at is not None:
+            rows = self._execute(_LIVE_GRANTS_OF_TOOL, {"tool_name": tool_name, "live_at": live_at})
+            return [_grant(row) for row in rows]
         query = sa.select(_GRANT).order_by(_GRANT.c.created_at.desc(), _GRANT.c.id)
         if tool_name is not None:
             query = query.where(_GRANT.c.tool_name == tool_name)

@@ -322,35 +322,33 @@ class LedgerTx(
         limit: int = 50,
     ) -> list[Proposal]:
         """Proposals matching every given filter, in (created_at, id) order after ``after``."""
-        query = select(ProposalRow)
+        table = _PROPOSAL.c
+        query = sa.select(_PROPOSAL)
         if statuses:
-            query = query.where(col(ProposalRow.status).in_([s.value for s in statuses]))
+            query = query.where(table.status.in_([s.value for s in statuses]))
         if owner is not None:
-            query = query.where(ProposalRow.owner == owner)
+            query = query.where(table.owner == owner)
         if thread_id is not None:
-            query = query.where(ProposalRow.thread_id == thread_id)
+            query = query.where(table.thread_id == thread_id)
         if tool_name is not None:
-            query = query.where(ProposalRow.tool_name == tool_name)
+            query = query.where(table.tool_name == tool_name)
         if runtime is not None:
-            query = query.where(ProposalRow.runtime == runtime)
+            query = query.where(table.runtime == runtime)
         if domain is not None:
             query = query.where(
-                sa.exists().where(
-                    _DOMAIN.c.proposal_id == ProposalRow.id, _DOMAIN.c.domain == domain
-                )
+                sa.exists().where(_DOMAIN.c.proposal_id == table.id, _DOMAIN.c.domain == domain)
             )
-        key = sa.tuple_(col(ProposalRow.created_at), col(ProposalRow.id))
+        key = sa.tuple_(table.created_at, table.id)
         if after is not None:
             bound = sa.tuple_(
-                sa.literal(after[0], type_=_PROPOSAL.c.created_at.type), sa.literal(after[1])
+                sa.literal(after[0], type_=table.created_at.type), sa.literal(after[1])
             )
             query = query.where(key < bound if newest_first else key > bound)
         if newest_first:
-            query = query.order_by(col(ProposalRow.created_at).desc(), col(ProposalRow.id).desc())
+            query = query.order_by(table.created_at.desc(), table.id.desc())
         else:
-            query = query.order_by(col(ProposalRow.created_at), col(ProposalRow.id))
-        rows = self.session.exec(query.limit(limit)).all()
-        return [proposal_from_row(row) for row in rows]
+            query = query.order_by(table.created_at, table.id)
+        return [proposal_from_row(row) for row in self._execute(query.limit(limit))]
 
     def proposals_due(self, now: datetime, limit: int) -> list[Proposal]:
         """Pending or approved proposals whose expiry has passed."""

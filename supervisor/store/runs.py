@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
@@ -16,7 +17,7 @@ from supervisor.store.convert import (
     blob_from_row,
     blob_to_values,
     checkpoint_from_row,
-    checkpoint_to_row,
+    checkpoint_to_values,
     trace_from_row,
     trace_to_values,
 )
@@ -25,6 +26,9 @@ from supervisor.store.pointer_table import ResultPointerRow
 from supervisor.store.tables import BlobRow, CheckpointRow, TraceEventRow
 
 _TRACE = SQLModel.metadata.tables[TraceEventRow.__tablename__]
+_CHECKPOINT = SQLModel.metadata.tables[CheckpointRow.__tablename__]
+_INSERT_CHECKPOINT = sa.insert(_CHECKPOINT)
+_INSERT_TRACE = sa.insert(_TRACE)
 _BLOB = SQLModel.metadata.tables[BlobRow.__tablename__]
 _POINTER = SQLModel.metadata.tables[ResultPointerRow.__tablename__]
 
@@ -35,10 +39,14 @@ class RunsMixin(LimitsMixin):
     session: Session
     dialect: str
 
+    if TYPE_CHECKING:
+
+        def _execute(self, statement: Any, params: Any = None) -> sa.CursorResult[Any]: ...
+
     # checkpoints -------------------------------------------------------------------------
     def insert_checkpoint(self, checkpoint: Checkpoint) -> None:
         """Store a checkpoint (checkpoints are immutable; a new state is a new checkpoint)."""
-        self.session.add(checkpoint_to_row(checkpoint))
+        self._execute(_INSERT_CHECKPOINT, checkpoint_to_values(checkpoint))
 
     def checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
         """The checkpoint with that id, if any."""
@@ -63,7 +71,7 @@ class RunsMixin(LimitsMixin):
         if not events:
             return
         rows = [trace_to_values(event) for event in events]
-        self.session.connection().execute(sa.insert(_TRACE), rows)
+        self._execute(_INSERT_TRACE, rows)
 
     def trace_events(
         self,

@@ -359,3 +359,26 @@ def test_non_clean_or_side_effecting_runs_bypass_admission(
         second = agent.run("same question")
         assert second.output in ("first answer", "second answer")
         assert provider.ledger.trace_events(run_id=second.run_id, kind="cache_hit") == []
+
+
+def test_a_run_sends_its_history_and_tools_and_leaves_checkpoint_and_trace(
+    provider: SQLModelProvider,
+) -> None:
+    """The request body carries the history and the exact tool definitions (sent as built,
+    without the client's parameter transformation); when ``run()`` returns, the final
+    checkpoint and every trace event of the run are in the ledger."""
+    with _script(CallTools([ToolCall("inventory_lookup", {"sku": "A-1"})]), Reply("ok")) as model:
+        agent = _agent(model, provider, [inventory_lookup])
+        result = agent.run("stock?")
+        requests = model.requests
+    definition = inventory_lookup.openai.definition
+    assert [request.tools for request in requests] == [[definition], [definition]]
+    assert [message["role"] for message in requests[1].messages][-3:] == [
+        "user", "assistant", "tool",
+    ]  # fmt: skip
+    assert requests[1].body["model"] == "scripted-model"
+    checkpoint = provider.ledger.latest_checkpoint(agent.agent_id, result.thread_id)
+    assert checkpoint is not None and checkpoint.state["status"] == "completed"
+    assert checkpoint.messages[-1] == {"role": "assistant", "content": "ok"}
+    kinds = [event.kind for event in provider.ledger.trace_events(run_id=result.run_id)]
+    assert kinds == ["run", "model_call", "tool_call", "tool_result", "model_call", "run"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 from typing import Any
@@ -96,3 +97,26 @@ def test_round_trip_is_a_fixed_point(value: Any) -> None:
 def test_insertion_order_never_matters(mapping: dict[str, int]) -> None:
     reversed_mapping = dict(reversed(list(mapping.items())))
     assert canonical_json(mapping) == canonical_json(reversed_mapping)
+
+
+class _Level(enum.IntEnum):
+    HIGH = 3
+
+
+class _Name(str):
+    pass
+
+
+def test_subclasses_of_json_types_normalise_like_their_base() -> None:
+    """Values that are not exactly the JSON types take the checked walk, with its results."""
+    value = {"level": _Level.HIGH, "name": _Name("ada"), "nested": ({"n": 2.0},)}
+    normalised = normalise(value)
+    assert normalised == {"level": 3, "name": "ada", "nested": [{"n": 2}]}
+    assert type(normalised["level"]) is int
+    assert canonical_json(value) == '{"level":3,"name":"ada","nested":[{"n":2}]}'
+
+
+def test_a_refusal_names_the_path_deep_inside_plain_data() -> None:
+    with pytest.raises(CanonicalJSONError) as caught:
+        normalise({"a": [{"b": 1}, {"c": [1, 2, {"d": object()}]}]})
+    assert "$.a[1].c[2].d" in str(caught.value)
