@@ -8,7 +8,7 @@ governed pipeline.
 
 from __future__ import annotations
 
-from supervisor.toolbox.embedding import Embedder, EmbeddingIndex, reciprocal_rank_fusion
+from supervisor.toolbox.embedding import Embedder, EmbeddingIndex, Fusion, reciprocal_rank_fusion
 from supervisor.toolbox.errors import (
     InvalidInvocation,
     ReservedToolName,
@@ -42,6 +42,7 @@ __all__ = [
     "Discovery",
     "Embedder",
     "EmbeddingIndex",
+    "Fusion",
     "InvalidInvocation",
     "Invocation",
     "LexicalIndex",

@@ -1,0 +1,227 @@
+"""Semantic routing benchmark: recall@5 of lexical, embedding and hybrid; top-k latency at 10k.
+
+Usage: ``.venv/bin/python bench/bench_semantic.py [--tools 10000] [--queries 600] [--tune]``
+(needs ``pip install -e '.[semantic]'``).
+
+Relevance is measured on the MetaTool-derived split in ``tests/data`` (199 tools; ``dev`` for
+choosing the fusion, ``test`` held out for the reported figures) and, for reference, on the
+project's own 540-tool set. Each ranker is a real :class:`Toolbox` and is scored through
+``toolbox.select`` with ``tool_top_k=5``: lexical (the default install), embedding alone
+(``Fusion(lexical_weight=0)``) and hybrid (the default :class:`Fusion`). ``--tune`` prints the
+dev-split grid the default was chosen from (never the test split).
+
+Latency: the 10k-tool toolbox of ``bench_router.py``, with its lexical toolbox as the peer in the
+same run. Tool vectors are computed once at registration (cached on disk between runs of this
+script, keyed by the texts); the rows say whether the query's own embedding is included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "data"))
+
+import numpy as np
+from bench_router import VARIANTS, generate_tools, percentiles, time_queries
+from metatool_dataset import load_metatool_queries, load_metatool_tools
+from toolbox_dataset import LabelledQuery, load_queries, load_tools, recall
+
+from supervisor.runtime.policies import ContextPolicy
+from supervisor.toolbox import Fusion, Toolbox, reciprocal_rank_fusion
+from supervisor.toolbox.minilm import Array
+from supervisor.toolbox.semantic import MiniLMEmbedder, default_embedder
+
+TOP_K = 8
+EMBEDDING_ONLY = Fusion(lexical_weight=0.0)
+CACHE_DIR = Path(tempfile.gettempdir()) / "agent-supervisor-bench-semantic"
+
+
+class SharedEmbedder:
+    """The bundled model with every document vector memoised (several toolboxes, one model).
+
+    With ``cache_dir``, a batch's vectors are also kept on disk, keyed by its texts.
+    """
+
+    def __init__(self, model: MiniLMEmbedder, cache_dir: Path | None = None) -> None:
+        self.model = model
+        self.cache_dir = cache_dir
+        self._documents: dict[str, Array] = {}
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors: list[list[float]] = self.embed_array(texts).tolist()
+        return vectors
+
+    def embed_array(self, texts: Sequence[str]) -> Array:
+        todo = [text for text in dict.fromkeys(texts) if text not in self._documents]
+        if todo:
+            for text, vector in zip(todo, self._load_or_embed(todo), strict=True):
+                self._documents[text] = vector
+        return np.stack([self._documents[text] for text in texts])
+
+    def _load_or_embed(self, texts: list[str]) -> Array:
+        if self.cache_dir is None:
+            return self.model.embed_array(texts)
+        digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:24]
+        path = self.cache_dir / f"{digest}.npy"
+        if path.is_file():
+            cached: Array = np.load(path)
+            return cached
+        vectors = self.model.embed_array(texts)
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        np.save(path, vectors)
+        return vectors
+
+    def embed_query(self, query: str) -> Array:
+        return self.model.embed_query(query)
+
+
+def names(toolbox: Toolbox, policy: ContextPolicy) -> Callable[[str], list[str]]:
+    return lambda query: [entry.name for entry in toolbox.select(query, policy).ranked]
+
+
+def relevance(label: str, tools: list[Any], splits: dict[str, list[LabelledQuery]]) -> None:
+    embedder = SharedEmbedder(default_embedder())
+    boxes = {
+        "lexical (default install)": Toolbox.from_functions(tools, agent_id="r"),
+        "embedding alone": Toolbox.from_functions(
+            tools, agent_id="r", embedder=embedder, fusion=EMBEDDING_ONLY
+        ),
+        "hybrid (default Fusion)": Toolbox.from_functions(tools, agent_id="r", embedder=embedder),
+    }
+    policy = ContextPolicy(tool_top_k=5)
+    header = " | ".join(f"{split} ({len(queries)}) r@1 | r@5" for split, queries in splits.items())
+    print(f"\n{label}: {len(tools)} tools")
+    print(f"| ranker | {header} |")
+    print("|---|" + "---:|---:|" * len(splits))
+    for name, box in boxes.items():
+        cells = []
+        for queries in splits.values():
+            result = recall(names(box, policy), queries)
+            cells.append(f"{result.at_1:.3f} | {result.at_5:.3f}")
+        print(f"| {name} | {' | '.join(cells)} |")
+
+
+def tune(tools: list[Any], dev: list[LabelledQuery]) -> None:
+    """Grid over weighted-RRF settings on the dev split only."""
+    embedder = SharedEmbedder(default_embedder())
+    box = Toolbox.from_functions(tools, agent_id="t", embedder=embedder)
+    policy = ContextPolicy(tool_top_k=5)
+    depth = box.fusion.depth
+    by_handle = {handle: name for name, handle in box.handles().items()}
+    rankings = []
+    for item in dev:
+        allowed = box._allowed(policy, None)
+        lexical = box._lexical.search(item.query, allowed=allowed, limit=depth)
+        assert box._embedding is not None
+        semantic = box._embedding.search(item.query, allowed=allowed, limit=depth)
+        rankings.append((item, lexical, semantic))
+    rows = []
+    for lexical_weight in (0.0, 0.2, 0.3, 0.5, 0.7, 1.0):
+        for k in (2, 5, 10, 20, 60):
+            at_1 = at_5 = 0.0
+            for item, lexical, semantic in rankings:
+                fused = reciprocal_rank_fusion(
+                    [lexical, semantic], k=k, limit=5, weights=(lexical_weight, 1.0)
+                )
+                top = [by_handle[key] for key, _ in fused]
+                at_1 += float(item.relevant[0] in top[:1])
+                at_5 += len(set(item.relevant) & set(top)) / len(item.relevant)
+            rows.append((at_5 / len(dev), at_1 / len(dev), lexical_weight, k))
+    print(f"\ntuning grid, MetaTool dev ({len(dev)} queries), embedding weight 1.0")
+    print("| lexical weight | k | r@1 | r@5 |")
+    print("|---:|---:|---:|---:|")
+    for at_5, at_1, lexical_weight, k in sorted(rows, reverse=True):
+        print(f"| {lexical_weight} | {k} | {at_1:.3f} | {at_5:.3f} |")
+
+
+def latency(tool_count: int, query_count: int) -> None:
+    tools = generate_tools(tool_count)
+    lexical = Toolbox.from_functions(tools, agent_id="bench")
+    model = default_embedder()
+    embedder = SharedEmbedder(model, CACHE_DIR)
+    started = time.perf_counter()
+    hybrid = Toolbox.from_functions(tools, agent_id="bench", embedder=embedder)
+    build_seconds = time.perf_counter() - started
+    base = [item.query for item in load_queries()]
+    queries = [
+        f"{query} {VARIANTS[index % len(VARIANTS)]}" if index >= len(base) else query
+        for index, query in enumerate(base * (query_count // len(base) + 1))
+    ][:query_count]
+    policy = ContextPolicy(tool_top_k=TOP_K)
+    lexical.select("warm up", policy)
+    hybrid.select("warm up", policy)
+
+    def warm_select(query_list: list[str]) -> list[float]:
+        samples = []
+        for query in query_list:
+            model.embed_query(query)  # untimed: the vector is in the LRU before the clock starts
+            started = time.perf_counter()
+            hybrid.select(query, policy)
+            samples.append(time.perf_counter() - started)
+        return samples
+
+    def cold_select(query: str) -> object:
+        model._queries.clear()
+        return hybrid.select(query, policy)
+
+    def embed_only(query: str) -> object:
+        model._queries.clear()
+        return model.embed_query(query)
+
+    assert hybrid._embedding is not None
+    dense = hybrid._embedding._dense
+    vectors = {query: model.embed_query(query) for query in dict.fromkeys(queries)}
+
+    def cosine(query: str) -> object:
+        return dense.search(vectors[query], allowed=None, limit=hybrid.fusion.depth)
+
+    samplers: list[tuple[str, Callable[[list[str]], list[float]]]] = [
+        (
+            "peer: lexical toolbox.select (default install)",
+            lambda qs: time_queries(lambda q: lexical.select(q, policy), qs),
+        ),
+        ("hybrid toolbox.select, query vector already computed", warm_select),
+        (
+            "hybrid toolbox.select, query embedding included",
+            lambda qs: time_queries(cold_select, qs),
+        ),
+        ("query embedding alone (MiniLM forward pass)", lambda qs: time_queries(embed_only, qs)),
+        ("cosine top-50 over all tools alone (numpy)", lambda qs: time_queries(cosine, qs)),
+    ]
+    print(f"\nlatency: {len(tools)} tools, {len(queries)} queries, top_k {TOP_K}")
+    print(f"hybrid index build (tool vectors from the cache or the model): {build_seconds:.1f} s")
+    print("| ranker | p50 ms | p95 ms |")
+    print("|---|---:|---:|")
+    for label, sampler in samplers:
+        p50, p95 = percentiles(sampler(queries))
+        print(f"| {label} | {p50:.3f} | {p95:.3f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tools", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=600)
+    parser.add_argument("--tune", action="store_true", help="print the dev-split fusion grid")
+    parser.add_argument("--no-latency", action="store_true")
+    options = parser.parse_args()
+
+    metatool = load_metatool_tools()
+    dev, test = load_metatool_queries("dev"), load_metatool_queries("test")
+    if options.tune:
+        tune(metatool, dev)
+    print(f"default fusion: {Fusion()}")
+    relevance("MetaTool (MIT; tests/data/metatool_*.json)", metatool, {"dev": dev, "test": test})
+    relevance("project set (tests/data/toolbox_*.json)", load_tools(), {"all": load_queries()})
+    if not options.no_latency:
+        latency(options.tools, options.queries)
+
+
+if __name__ == "__main__":
+    main()
