@@ -14,8 +14,7 @@ import importlib
 import importlib.util
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -72,8 +71,8 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 as an :class:`~supervisor.toolbox.embedding.Embedder` (384-dim).
 
     The model loads on the first call to :meth:`embed` (about 0.2 s, 90 MB memory-mapped).
-    Query vectors are kept in a small LRU. The forward pass runs on one BLAS thread: the
-    texts are short, and a thread pool fighting other work costs far more than it saves.
+    Query vectors are kept in a small LRU. The forward pass runs on one BLAS thread
+    (:func:`supervisor.toolbox.dense.one_blas_thread`).
 
     Args:
         model_dir: A sentence-transformers folder (``model.safetensors``, ``tokenizer.json``);
@@ -107,7 +106,9 @@ class MiniLMEmbedder:
             SemanticExtraMissing: the extra is not installed.
         """
         encoder = self._encoder or self._load()
-        with _one_blas_thread():
+        from supervisor.toolbox.dense import one_blas_thread
+
+        with one_blas_thread():
             return encoder.encode(texts)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -126,18 +127,6 @@ class MiniLMEmbedder:
         if len(self._queries) > QUERY_CACHE_SIZE:
             self._queries.popitem(last=False)
         return vector
-
-
-@contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """Limit BLAS to one thread inside the block, when threadpoolctl is there to do it."""
-    if importlib.util.find_spec("threadpoolctl") is None:
-        yield
-        return
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
 
 
 def default_embedder() -> MiniLMEmbedder:
