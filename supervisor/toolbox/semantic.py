@@ -22,6 +22,7 @@ from supervisor.toolbox.errors import ToolboxError
 
 if TYPE_CHECKING:
     from supervisor.toolbox.minilm import Array, MiniLMEncoder
+    from supervisor.toolbox.vector_cache import VectorCache
 
 #: The install command named by :class:`SemanticExtraMissing`.
 INSTALL_HINT = "pip install 'agent-supervisor[semantic]'"
@@ -77,10 +78,15 @@ class MiniLMEmbedder:
     Args:
         model_dir: A sentence-transformers folder (``model.safetensors``, ``tokenizer.json``);
             ``None`` uses the bundled model.
+        cache_dir: Keep document vectors on disk there, so another process (or a restart)
+            embeds each tool text once (:class:`~supervisor.toolbox.vector_cache.VectorCache`);
+            ``None`` keeps nothing.
     """
 
-    def __init__(self, model_dir: Path | None = None) -> None:
+    def __init__(self, model_dir: Path | None = None, *, cache_dir: Path | None = None) -> None:
         self.model_dir = model_dir
+        self.cache_dir = cache_dir
+        self._cache: VectorCache | None = None
         self._encoder: MiniLMEncoder | None = None
         self._lock = threading.Lock()
         self._queries: OrderedDict[str, Array] = OrderedDict()
@@ -105,6 +111,34 @@ class MiniLMEmbedder:
         Raises:
             SemanticExtraMissing: the extra is not installed.
         """
+        cache = self._vector_cache()
+        if cache is None or not texts:
+            return self._encode(texts)
+        import numpy as np
+
+        found = cache.get_many(texts)
+        missing = [text for text, vector in zip(texts, found, strict=True) if vector is None]
+        if not missing:
+            return np.stack([vector for vector in found if vector is not None])
+        encoded = self._encode(missing)
+        cache.put_many(missing, encoded)
+        fresh = dict(zip(missing, encoded, strict=True))
+        rows = [
+            fresh[text] if vector is None else vector
+            for text, vector in zip(texts, found, strict=True)
+        ]
+        return np.stack(rows)
+
+    def _vector_cache(self) -> VectorCache | None:
+        if self.cache_dir is None:
+            return None
+        if self._cache is None:
+            from supervisor.toolbox.vector_cache import VectorCache
+
+            self._cache = VectorCache(self.cache_dir / MODEL_NAME.replace("/", "__"))
+        return self._cache
+
+    def _encode(self, texts: Sequence[str]) -> Array:
         encoder = self._encoder or self._load()
         from supervisor.toolbox.dense import one_blas_thread
 
@@ -122,17 +156,20 @@ class MiniLMEmbedder:
         if cached is not None:
             self._queries.move_to_end(query)
             return cached
-        vector: Array = self.embed_array([query])[0]
+        vector: Array = self._encode([query])[0]
         self._queries[query] = vector
         if len(self._queries) > QUERY_CACHE_SIZE:
             self._queries.popitem(last=False)
         return vector
 
 
-def default_embedder() -> MiniLMEmbedder:
+def default_embedder(cache_dir: Path | None = None) -> MiniLMEmbedder:
     """The bundled embedding model, ready to pass as ``Toolbox(..., embedder=...)``.
 
     The model itself loads on first use.
+
+    Args:
+        cache_dir: Keep tool vectors on disk there between processes (``None``: do not).
 
     Returns:
         A :class:`MiniLMEmbedder` over the bundled all-MiniLM-L6-v2.
@@ -141,4 +178,4 @@ def default_embedder() -> MiniLMEmbedder:
         SemanticExtraMissing: ``agent-supervisor[semantic]`` is not installed (code
             ``semantic_extra_missing``; the hint names the pip command).
     """
-    return MiniLMEmbedder(bundled_model_dir())
+    return MiniLMEmbedder(bundled_model_dir(), cache_dir=cache_dir)

@@ -23,6 +23,7 @@ from supervisor.toolbox.semantic import (
     SemanticExtraMissing,
     default_embedder,
 )
+from supervisor.toolbox.vector_cache import VectorCache
 from supervisor.tools.governed import governed_tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))
@@ -255,3 +256,36 @@ def test_vendored_split_keeps_dev_and_test_apart() -> None:
     assert all(set(item.relevant) <= tools for item in dev + test)
     readme = (Path(__file__).resolve().parents[1] / "data" / "README.md").read_text()
     assert "MIT" in readme and "MetaTool" in readme
+
+
+def test_tool_vectors_cached_on_disk_are_reused_without_loading_the_model(
+    model: MiniLMEmbedder, tmp_path: Path
+) -> None:
+    texts = ["Refund a card payment.", "Open a support ticket."]
+    first = default_embedder(cache_dir=tmp_path)
+    vectors = first.embed_array(texts)
+    assert np.allclose(vectors, model.embed_array(texts), atol=1e-6)
+    second = default_embedder(cache_dir=tmp_path)
+    again = second.embed_array([texts[1], texts[0]])
+    assert not second.loaded  # every vector came from the cache
+    assert np.array_equal(again, vectors[::-1])
+    mixed = second.embed_array([texts[0], "Close the ticket."])
+    assert second.loaded
+    assert np.array_equal(mixed[0], vectors[0])
+    assert np.allclose(mixed[1], model.embed_array(["Close the ticket."])[0], atol=1e-6)
+    third = default_embedder(cache_dir=tmp_path)
+    assert np.array_equal(third.embed_array(["Close the ticket."]), mixed[1:])
+    assert not third.loaded
+
+
+def test_a_damaged_cache_is_ignored(tmp_path: Path) -> None:
+    cache = VectorCache(tmp_path / "model")
+    cache.put_many(["a", "b"], np.eye(2, dtype=np.float32))
+    assert [row is not None for row in VectorCache(tmp_path / "model").get_many(["b", "c"])] == [
+        True,
+        False,
+    ]
+    (tmp_path / "model" / "keys.json").write_text('["only one key"]')
+    assert VectorCache(tmp_path / "model").get_many(["a"]) == [None]
+    (tmp_path / "model" / "vectors.npy").write_bytes(b"not numpy")
+    assert VectorCache(tmp_path / "model").get_many(["a"]) == [None]
