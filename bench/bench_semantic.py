@@ -11,75 +11,34 @@ project's own 540-tool set. Each ranker is a real :class:`Toolbox` and is scored
 dev-split grid the default was chosen from (never the test split).
 
 Latency: the 10k-tool toolbox of ``bench_router.py``, with its lexical toolbox as the peer in the
-same run. Tool vectors are computed once at registration (cached on disk between runs of this
-script, keyed by the texts); the rows say whether the query's own embedding is included.
+same run. Tool vectors are computed once at registration and kept between runs of this script
+by ``default_embedder(cache_dir=...)`` in the temp dir; the rows say whether the query's own
+embedding is included.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "data"))
 
-import numpy as np
 from bench_router import VARIANTS, generate_tools, percentiles
 from metatool_dataset import load_metatool_queries, load_metatool_tools
 from toolbox_dataset import LabelledQuery, load_queries, load_tools, recall
 
 from supervisor.runtime.policies import ContextPolicy
 from supervisor.toolbox import Fusion, Toolbox, reciprocal_rank_fusion
-from supervisor.toolbox.minilm import Array
-from supervisor.toolbox.semantic import MiniLMEmbedder, default_embedder
+from supervisor.toolbox.semantic import default_embedder
 
 TOP_K = 8
 EMBEDDING_ONLY = Fusion(lexical_weight=0.0)
 CACHE_DIR = Path(tempfile.gettempdir()) / "agent-supervisor-bench-semantic"
-
-
-class SharedEmbedder:
-    """The bundled model with every document vector memoised (several toolboxes, one model).
-
-    With ``cache_dir``, a batch's vectors are also kept on disk, keyed by its texts.
-    """
-
-    def __init__(self, model: MiniLMEmbedder, cache_dir: Path | None = None) -> None:
-        self.model = model
-        self.cache_dir = cache_dir
-        self._documents: dict[str, Array] = {}
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors: list[list[float]] = self.embed_array(texts).tolist()
-        return vectors
-
-    def embed_array(self, texts: Sequence[str]) -> Array:
-        todo = [text for text in dict.fromkeys(texts) if text not in self._documents]
-        if todo:
-            for text, vector in zip(todo, self._load_or_embed(todo), strict=True):
-                self._documents[text] = vector
-        return np.stack([self._documents[text] for text in texts])
-
-    def _load_or_embed(self, texts: list[str]) -> Array:
-        if self.cache_dir is None:
-            return self.model.embed_array(texts)
-        digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:24]
-        path = self.cache_dir / f"{digest}.npy"
-        if path.is_file():
-            cached: Array = np.load(path)
-            return cached
-        vectors = self.model.embed_array(texts)
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        np.save(path, vectors)
-        return vectors
-
-    def embed_query(self, query: str) -> Array:
-        return self.model.embed_query(query)
 
 
 def names(toolbox: Toolbox, policy: ContextPolicy) -> Callable[[str], list[str]]:
@@ -87,7 +46,7 @@ def names(toolbox: Toolbox, policy: ContextPolicy) -> Callable[[str], list[str]]
 
 
 def relevance(label: str, tools: list[Any], splits: dict[str, list[LabelledQuery]]) -> None:
-    embedder = SharedEmbedder(default_embedder())
+    embedder = default_embedder(cache_dir=CACHE_DIR)
     boxes = {
         "lexical (default install)": Toolbox.from_functions(tools, agent_id="r"),
         "embedding alone": Toolbox.from_functions(
@@ -110,7 +69,7 @@ def relevance(label: str, tools: list[Any], splits: dict[str, list[LabelledQuery
 
 def tune(tools: list[Any], dev: list[LabelledQuery]) -> None:
     """Grid over weighted-RRF settings on the dev split only."""
-    embedder = SharedEmbedder(default_embedder())
+    embedder = default_embedder(cache_dir=CACHE_DIR)
     box = Toolbox.from_functions(tools, agent_id="t", embedder=embedder)
     policy = ContextPolicy(tool_top_k=5)
     depth = box.fusion.depth
@@ -148,10 +107,9 @@ def tune(tools: list[Any], dev: list[LabelledQuery]) -> None:
 def latency(tool_count: int, query_count: int) -> None:
     tools = generate_tools(tool_count)
     lexical = Toolbox.from_functions(tools, agent_id="bench")
-    model = default_embedder()
-    embedder = SharedEmbedder(model, CACHE_DIR)
+    model = default_embedder(cache_dir=CACHE_DIR)
     started = time.perf_counter()
-    hybrid = Toolbox.from_functions(tools, agent_id="bench", embedder=embedder)
+    hybrid = Toolbox.from_functions(tools, agent_id="bench", embedder=model)
     build_seconds = time.perf_counter() - started
     base = [item.query for item in load_queries()]
     queries = [

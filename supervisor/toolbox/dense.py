@@ -111,7 +111,8 @@ class DenseVectors:
                 return []
         count = min(limit, len(self._keys))
         if count < len(self._keys):
-            candidates = np.argpartition(-scores, count - 1)[:count]
+            size = len(self._keys)
+            candidates = np.argpartition(scores, size - count)[size - count :]
         else:
             candidates = np.arange(len(self._keys))
         ranked = [(self._keys[row], round(float(scores[row]), 9)) for row in candidates]

@@ -90,6 +90,7 @@ class MiniLMEmbedder:
         self._encoder: MiniLMEncoder | None = None
         self._lock = threading.Lock()
         self._queries: OrderedDict[str, Array] = OrderedDict()
+        self._queries_lock = threading.Lock()
 
     @property
     def loaded(self) -> bool:
@@ -152,14 +153,16 @@ class MiniLMEmbedder:
 
     def embed_query(self, query: str) -> Array:
         """The unit vector of one query, from the LRU when it was embedded lately."""
-        cached = self._queries.get(query)
-        if cached is not None:
-            self._queries.move_to_end(query)
-            return cached
+        with self._queries_lock:
+            cached = self._queries.get(query)
+            if cached is not None:
+                self._queries.move_to_end(query)
+                return cached
         vector: Array = self._encode([query])[0]
-        self._queries[query] = vector
-        if len(self._queries) > QUERY_CACHE_SIZE:
-            self._queries.popitem(last=False)
+        with self._queries_lock:
+            self._queries[query] = vector
+            if len(self._queries) > QUERY_CACHE_SIZE:
+                self._queries.popitem(last=False)
         return vector
 
 
