@@ -102,6 +102,15 @@ def tune(tools: list[Any], dev: list[LabelledQuery]) -> None:
     print("|---:|---:|---:|---:|---:|")
     for at_5, at_1, lexical_weight, k, cut in sorted(rows, reverse=True)[:25]:
         print(f"| {lexical_weight} | {k} | {cut} | {at_1:.3f} | {at_5:.3f} |")
+    # How often either ranker alone has the tool in its top 5 (a fused top 5 can also hold a
+    # tool both rank 6th to 20th, so this is an indication, not a bound).
+    either = sum(
+        item.relevant[0] in {by_handle[key] for key, _ in lexical[:5] + semantic[:5]}
+        for item, lexical, semantic in rankings
+    )
+    print(
+        f"dev queries whose tool is in the lexical or the embedding top 5: {either / len(dev):.3f}"
+    )
 
 
 def latency(tool_count: int, query_count: int) -> None:
