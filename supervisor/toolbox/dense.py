@@ -80,13 +80,15 @@ class DenseVectors:
         return self._matrix
 
     def _mask(self, allowed: Collection[str]) -> NDArray[np.bool_]:
-        """Which rows are allowed; cached per ``allowed`` object (the toolbox reuses them)."""
-        mask = self._masks.get(allowed)
+        """Which rows are allowed; cached per hashable ``allowed`` (the toolbox's frozensets)."""
+        hashable = isinstance(allowed, frozenset)
+        mask = self._masks.get(allowed) if hashable else None
         if mask is None:
             mask = np.fromiter((key in allowed for key in self._keys), bool, len(self._keys))
-            if len(self._masks) >= _MASK_CACHE_SIZE:
-                self._masks.clear()
-            self._masks[allowed] = mask
+            if hashable:
+                if len(self._masks) >= _MASK_CACHE_SIZE:
+                    self._masks.clear()
+                self._masks[allowed] = mask
         return mask
 
     def search(

@@ -87,6 +87,9 @@ def test_dense_vectors_rank_by_cosine_within_the_allowed_keys() -> None:
         "west"
     ]
     assert dense.search(np.array([1.0, 0.0]), allowed=frozenset(), limit=5) == []
+    assert [key for key, _ in dense.search(np.array([1.0, 0.0]), allowed={"west"}, limit=5)] == [
+        "west"
+    ]
 
 
 def test_dense_ties_are_broken_by_key() -> None:
