@@ -3,12 +3,13 @@
 The runtime sends, each turn, the two meta-tools (:func:`meta_tool_definitions`) plus the
 strict schemas of :meth:`Toolbox.select`'s top-k; ``discover_tools`` calls go to
 :meth:`Toolbox.discover`, ``invoke_tool`` calls to :meth:`Toolbox.resolve_handle` and then the
-governed pipeline.
+governed pipeline. ``Toolbox(..., embedder=default_embedder())`` adds the bundled embedding
+model of ``agent-supervisor[semantic]`` to the lexical ranker.
 """
 
 from __future__ import annotations
 
-from supervisor.toolbox.embedding import Embedder, EmbeddingIndex, reciprocal_rank_fusion
+from supervisor.toolbox.embedding import Embedder, EmbeddingIndex, Fusion, reciprocal_rank_fusion
 from supervisor.toolbox.errors import (
     InvalidInvocation,
     ReservedToolName,
@@ -30,6 +31,7 @@ from supervisor.toolbox.meta import (
 )
 from supervisor.toolbox.registry_rows import tool_handle
 from supervisor.toolbox.selection import RankedTool, Selection
+from supervisor.toolbox.semantic import MiniLMEmbedder, SemanticExtraMissing, default_embedder
 from supervisor.toolbox.text import stem, tokenize
 from supervisor.toolbox.toolbox import Toolbox, ToolEntry
 
@@ -42,17 +44,21 @@ __all__ = [
     "Discovery",
     "Embedder",
     "EmbeddingIndex",
+    "Fusion",
     "InvalidInvocation",
     "Invocation",
     "LexicalIndex",
+    "MiniLMEmbedder",
     "RankedTool",
     "ReservedToolName",
     "Selection",
+    "SemanticExtraMissing",
     "ToolEntry",
     "ToolOutOfScope",
     "Toolbox",
     "ToolboxError",
     "UnknownToolHandle",
+    "default_embedder",
     "meta_tool_definitions",
     "parse_discovery",
     "parse_invocation",

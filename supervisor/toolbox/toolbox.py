@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from supervisor.errors import SupervisorError
 from supervisor.runtime.policies import ContextPolicy
-from supervisor.toolbox.embedding import Embedder, EmbeddingIndex, reciprocal_rank_fusion
+from supervisor.toolbox.embedding import Embedder, EmbeddingIndex, Fusion
 from supervisor.toolbox.errors import ReservedToolName, ToolOutOfScope, UnknownToolHandle
 from supervisor.toolbox.lexical import DEFAULT_SYNONYMS, LexicalIndex
 from supervisor.toolbox.meta import MAX_DISCOVER_LIMIT, META_TOOL_NAMES, meta_tool_definitions
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 
 ToolLike = Tool | Callable[..., Any]
 
-#: How deep each ranking goes before reciprocal rank fusion.
-FUSION_DEPTH = 50
 _SCOPE_CACHE_SIZE = 64
 
 
@@ -57,8 +55,11 @@ class Toolbox:
         agent_id: The owning agent (part of every handle).
         memory_provider: Where the tool registry is kept; ``None`` keeps it in memory only.
         augment: Also index each tool's full docstring (no model is asked).
-        embedder: Optional embedding backend, fused with the lexical ranker.
+        embedder: Optional embedding backend, fused with the lexical ranker (the bundled model:
+            ``supervisor.toolbox.semantic.default_embedder()``, from
+            ``agent-supervisor[semantic]``).
         synonyms: The lexical ranker's synonym table (``None`` disables it).
+        fusion: How the two rankings are fused when an embedder is attached.
     """
 
     def __init__(
@@ -69,8 +70,10 @@ class Toolbox:
         augment: bool = False,
         embedder: Embedder | None = None,
         synonyms: Mapping[str, tuple[str, ...]] | None = DEFAULT_SYNONYMS,
+        fusion: Fusion | None = None,
     ) -> None:
         self.agent_id = agent_id
+        self.fusion = fusion or Fusion()
         self.memory_provider = memory_provider
         self.augment = augment
         self._lexical = LexicalIndex(synonyms=synonyms)
@@ -91,6 +94,7 @@ class Toolbox:
         augment: bool = False,
         embedder: Embedder | None = None,
         user_id: str | None = None,
+        fusion: Fusion | None = None,
     ) -> Toolbox:
         """Build a toolbox and register it in the ledger's tool registry (idempotently).
 
@@ -99,8 +103,9 @@ class Toolbox:
             memory_provider: Ledger to keep the registry in; ``None`` keeps it in memory.
             agent_id: The owning agent.
             augment: Also index each tool's full docstring.
-            embedder: Optional embedding backend.
+            embedder: Optional embedding backend (e.g. ``default_embedder()``).
             user_id: Restrict these tools to one user (``None``: every user of the agent).
+            fusion: How lexical and embedding rankings are fused.
 
         Returns:
             The toolbox.
@@ -109,7 +114,13 @@ class Toolbox:
             ReservedToolName: a tool is named like a meta-tool.
             ToolDefinitionError, PolicyError: a plain function cannot be governed.
         """
-        toolbox = cls(agent_id, memory_provider=memory_provider, augment=augment, embedder=embedder)
+        toolbox = cls(
+            agent_id,
+            memory_provider=memory_provider,
+            augment=augment,
+            embedder=embedder,
+            fusion=fusion,
+        )
         toolbox.add(functions, user_id=user_id)
         return toolbox
 
@@ -123,6 +134,7 @@ class Toolbox:
         augment: bool = False,
         embedder: Embedder | None = None,
         missing: Literal["raise", "skip"] = "raise",
+        fusion: Fusion | None = None,
     ) -> Toolbox:
         """Rebuild an agent's toolbox from its ledger records and live tools.
 
@@ -137,6 +149,7 @@ class Toolbox:
             augment: Also index each tool's full docstring.
             embedder: Optional embedding backend.
             missing: ``skip`` leaves out records that cannot be rebound instead of raising.
+            fusion: How lexical and embedding rankings are fused.
 
         Returns:
             The toolbox, attached to ``memory_provider``.
@@ -150,7 +163,13 @@ class Toolbox:
             if isinstance(registry_or_tools, ToolRegistry)
             else ToolRegistry(registry_or_tools)
         )
-        toolbox = cls(agent_id, memory_provider=memory_provider, augment=augment, embedder=embedder)
+        toolbox = cls(
+            agent_id,
+            memory_provider=memory_provider,
+            augment=augment,
+            embedder=embedder,
+            fusion=fusion,
+        )
         bound: list[tuple[Tool, frozenset[str] | None]] = []
         for record in memory_provider.ledger.list_tools(agent_id):
             if not is_active(record):
@@ -333,10 +352,10 @@ class Toolbox:
             return []
         if self._embedding is None:
             return self._lexical.search(query, allowed=allowed, limit=limit)
-        depth = max(limit, FUSION_DEPTH)
+        depth = max(limit, self.fusion.depth)
         lexical = self._lexical.search(query, allowed=allowed, limit=depth)
         semantic = self._embedding.search(query, allowed=allowed, limit=depth)
-        return reciprocal_rank_fusion([lexical, semantic], limit=limit)
+        return self.fusion.fuse(lexical, semantic, limit)
 
     def select(self, query: str, policy: ContextPolicy, *, user_id: str | None = None) -> Selection:
         """The tools to reveal this turn: top ``policy.tool_top_k`` plus always-visible ones.
