@@ -18,7 +18,8 @@ A call that repeats an earlier one (same tool, same arguments hash) joins it ins
 proposing again: a pending or approved proposal is waited on and run once; a consumed one is
 never run again — within ``replay_window_seconds`` of its end its recorded result (or why it
 cannot be known, ``needs_reconciliation``) is returned. That is what a client that retries after
-a gateway crash sees.
+a gateway crash sees. A call re-sent with the state of an ``input_required`` answer (MCP
+2026-07-28) is bound to the exact proposal that state names instead (:meth:`McpGatewayCore.resume`).
 """
 
 from __future__ import annotations

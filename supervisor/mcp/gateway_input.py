@@ -24,6 +24,7 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from supervisor.ledger.models import Proposal
+from supervisor.mcp.tool import PROPOSAL_META_KEY
 from supervisor.web.pages import decision_link
 
 WAIT_INPUT_KEY = "supervisor/approval"
@@ -119,6 +120,7 @@ def input_required(
     return types.InputRequiredResult(
         input_requests={WAIT_INPUT_KEY: types.ElicitRequest(params=form)},
         request_state=state.dump(),
+        _meta={PROPOSAL_META_KEY: proposal.proposal_id},
     )
 
 

@@ -187,18 +187,15 @@ class GatewayServer:
         be asked is answered with ``input_required``.
         """
         self._session = ctx.session
-        step: Step
         if params.request_state is not None:
             state = WaitState.load(params.request_state)
-            if state is None:
-                raise MCPError(code=types.INVALID_PARAMS, message="Invalid requestState")
+            if state is None:  # verified by the boundary, so only a state of an older format
+                raise MCPError(code=types.INVALID_PARAMS, message="Invalid or expired requestState")
             if answer_of(params.input_responses) == "stop_waiting":
-                self._parked.discard(state.proposal_id)
-                await asyncio.to_thread(self._record_waits, params.name, self._waited())
-                return call_result(
-                    await asyncio.to_thread(self.core.stopped_waiting, state.proposal_id)
-                )
-            step = await asyncio.to_thread(
+                await self._unpark(params.name, state.proposal_id)
+                stopped = await asyncio.to_thread(self.core.stopped_waiting, state.proposal_id)
+                return call_result(stopped)
+            step: Step = await asyncio.to_thread(
                 self.core.resume, params.name, params.arguments, state.proposal_id,
                 state.args_hash,
             )  # fmt: skip
@@ -206,28 +203,37 @@ class GatewayServer:
             step = await asyncio.to_thread(self.core.begin, params.name, params.arguments)
         match step:
             case Answer(result=answer):
-                result = answer
+                return call_result(answer)
             case Forward():
-                result = await asyncio.to_thread(self.core.forward, step)
+                return call_result(await asyncio.to_thread(self.core.forward, step))
             case Wait():
-                asking = can_ask(ctx.session.protocol_version, ctx.session.client_capabilities)
-                limit = self.block_seconds if asking else None
-                proposal = await self._wait(ctx, step, limit)
-                if proposal.status is ProposalStatus.PENDING:
-                    self._parked.add(proposal.proposal_id)  # still its waiter between rounds
-                    await asyncio.to_thread(self._record_waits, step.tool.spec.name, self._waited())
-                    return input_required(proposal, step.tool.spec.name, self.decision_base_url)
-                result = await asyncio.to_thread(self.core.finish, step.tool, proposal)
-                if self._parked.intersection({step.proposal.proposal_id, proposal.proposal_id}):
-                    self._parked.difference_update(
-                        {step.proposal.proposal_id, proposal.proposal_id}
-                    )
-                    await asyncio.to_thread(self._record_waits, step.tool.spec.name, self._waited())
+                return await self._wait_or_ask(ctx, step)
             case _:
                 assert_never(step)
-        return call_result(result)
 
     # -- internals ---------------------------------------------------------------------------
+
+    async def _wait_or_ask(
+        self, ctx: ServerRequestContext[Any], step: Wait
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Wait for the decision and finish the call; or, when this client can be asked and
+        the call is still pending after ``block_seconds``, answer ``input_required``."""
+        tool_name = step.tool.spec.name
+        asking = can_ask(ctx.session.protocol_version, ctx.session.client_capabilities)
+        proposal = await self._wait(ctx, step, self.block_seconds if asking else None)
+        if proposal.status is ProposalStatus.PENDING:
+            self._parked.add(proposal.proposal_id)  # still its waiter between the rounds
+            await asyncio.to_thread(self._record_waits, tool_name, self._waited())
+            return input_required(proposal, tool_name, self.decision_base_url)
+        result = await asyncio.to_thread(self.core.finish, step.tool, proposal)
+        await self._unpark(tool_name, step.proposal.proposal_id, proposal.proposal_id)
+        return call_result(result)
+
+    async def _unpark(self, tool_name: str, *proposal_ids: str) -> None:
+        """The ``input_required`` exchange on these proposals is over."""
+        if self._parked.intersection(proposal_ids):
+            self._parked.difference_update(proposal_ids)
+            await asyncio.to_thread(self._record_waits, tool_name, self._waited())
 
     async def _wait(
         self, ctx: ServerRequestContext[Any], step: Wait, limit: float | None

@@ -113,6 +113,8 @@ def test_a_waiting_call_is_answered_input_required_and_runs_once_after_approval(
             assert time.monotonic() - started < 30  # answered, not held open
             (proposal,) = _proposals(sqlite_url)
             assert proposal.status is ProposalStatus.PENDING and _notes(notes) == []
+            assert first.meta is not None
+            assert first.meta["supervisor/proposal_id"] == proposal.proposal_id
             state = _state(first)
             assert proposal.proposal_id not in state  # sealed
             still = await session.call_tool(
