@@ -115,6 +115,10 @@ def test_a_waiting_call_is_answered_input_required_and_runs_once_after_approval(
             assert proposal.status is ProposalStatus.PENDING and _notes(notes) == []
             assert first.meta is not None
             assert first.meta["supervisor/proposal_id"] == proposal.proposal_id
+            with SQLModelProvider(sqlite_url) as provider:  # its waiter between the rounds
+                assert provider.ledger.waiter_alive(proposal.proposal_id) is True
+                (row,) = [p for p in provider.ledger.list_processes() if p.kind == "mcp-gateway"]
+                assert row.status == "waiting_for_approval"
             state = _state(first)
             assert proposal.proposal_id not in state  # sealed
             still = await session.call_tool(
@@ -199,6 +203,9 @@ def test_the_sdk_client_loop_gets_a_rejection_and_a_declined_wait_as_error_resul
         async with Client(_params(env), elicitation_callback=on_elicit) as client:
             rejected = await client.call_tool("append_note", {"text": "reject"})
             declined = await client.call_tool("append_note", {"text": "decline"})
+            with SQLModelProvider(sqlite_url) as provider:  # no round outstanding any more
+                (row,) = [p for p in provider.ledger.list_processes() if p.kind == "mcp-gateway"]
+                assert row.status == "running"
             return rejected, declined
 
     rejected, declined = asyncio.run(body())
@@ -209,6 +216,7 @@ def test_the_sdk_client_loop_gets_a_rejection_and_a_declined_wait_as_error_resul
     assert declined.is_error is True
     text = declined.content[0].text  # type: ignore[union-attr]
     assert "chose not to wait" in text and "did not run" in text and "pending" in text
-    statuses = {p.arguments["text"]: p.status for p in _proposals(sqlite_url)}
-    assert statuses == {"reject": ProposalStatus.REJECTED, "decline": ProposalStatus.PENDING}
+    proposals = {p.arguments["text"]: p for p in _proposals(sqlite_url)}
+    assert proposals["reject"].status is ProposalStatus.REJECTED
+    assert proposals["decline"].status is ProposalStatus.PENDING
     assert _notes(notes) == []
