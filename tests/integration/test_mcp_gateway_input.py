@@ -220,3 +220,57 @@ def test_the_sdk_client_loop_gets_a_rejection_and_a_declined_wait_as_error_resul
     assert proposals["reject"].status is ProposalStatus.REJECTED
     assert proposals["decline"].status is ProposalStatus.PENDING
     assert _notes(notes) == []
+
+
+def test_a_restarted_gateway_refuses_the_old_state_and_an_identical_call_joins(
+    env: dict[str, str], sqlite_url: str
+) -> None:
+    arguments = {"text": "across restarts"}
+
+    async def first_round() -> str:
+        async with Client(_params(env), elicitation_callback=_refuse_to_be_asked) as client:
+            return _state(
+                await client.session.call_tool("append_note", arguments, allow_input_required=True)
+            )
+
+    async def after_restart(state: str) -> tuple[MCPError, Any]:
+        async with Client(_params(env), elicitation_callback=_refuse_to_be_asked) as client:
+            with pytest.raises(MCPError) as refused:  # another process's key
+                await client.session.call_tool(
+                    "append_note", arguments, input_responses=ACCEPT, request_state=state,
+                    allow_input_required=True,
+                )  # fmt: skip
+            again = await client.session.call_tool(
+                "append_note", arguments, allow_input_required=True
+            )
+            return refused.value, again
+
+    state = asyncio.run(first_round())
+    refused, again = asyncio.run(after_restart(state))
+    assert "Invalid or expired requestState" in str(refused)
+    (proposal,) = _proposals(sqlite_url)  # joined, not proposed again
+    assert proposal.proposal_id in _form(again).message
+    assert _notes(Path(env["NOTES_FILE"])) == []
+
+
+def test_a_call_that_expired_between_rounds_is_an_error_result(
+    env: dict[str, str], sqlite_url: str
+) -> None:
+    async def body() -> Any:
+        async with Client(_params(env, "--ttl", "2"),
+                          elicitation_callback=_refuse_to_be_asked) as client:  # fmt: skip
+            first = await client.session.call_tool(
+                "append_note", {"text": "too late"}, allow_input_required=True
+            )
+            await asyncio.sleep(2.5)
+            return await client.session.call_tool(
+                "append_note", {"text": "too late"}, input_responses=ACCEPT,
+                request_state=_state(first), allow_input_required=True,
+            )  # fmt: skip
+
+    result = asyncio.run(body())
+    assert isinstance(result, CallToolResult) and result.is_error is True
+    assert "expired" in result.content[0].text  # type: ignore[union-attr]
+    (proposal,) = _proposals(sqlite_url)
+    assert proposal.status is ProposalStatus.EXPIRED
+    assert _notes(Path(env["NOTES_FILE"])) == []
