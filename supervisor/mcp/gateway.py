@@ -304,7 +304,7 @@ class McpGatewayCore:
             ))  # fmt: skip
         with contextlib.suppress(LedgerError):
             self.ledger.recover()
-        return Wait(tool, proposal, joined=True)
+        return Wait(tool, live_end(self.ledger, proposal_id), joined=True)  # an edit is followed
 
     def stopped_waiting(self, proposal_id: str) -> GatewayResult:
         """The client declined to keep waiting: nothing ran and the proposal is left as it is."""

@@ -274,3 +274,37 @@ def test_a_call_that_expired_between_rounds_is_an_error_result(
     (proposal,) = _proposals(sqlite_url)
     assert proposal.status is ProposalStatus.EXPIRED
     assert _notes(Path(env["NOTES_FILE"])) == []
+
+
+def test_an_edit_between_rounds_is_followed_and_the_edited_call_runs_once(
+    env: dict[str, str], sqlite_url: str
+) -> None:
+    arguments = {"text": "draft"}
+
+    async def body() -> tuple[Proposal, Proposal, str, Any]:
+        async with Client(_params(env), elicitation_callback=_refuse_to_be_asked) as client:
+            session = client.session
+            first = await session.call_tool("append_note", arguments, allow_input_required=True)
+            (original,) = _proposals(sqlite_url)
+            with SQLModelProvider(sqlite_url) as provider:
+                edited = provider.ledger.edit(
+                    original.proposal_id, {"text": "final"}, "operator@example.com"
+                )
+            still = await session.call_tool(
+                "append_note", arguments, input_responses=ACCEPT, request_state=_state(first),
+                allow_input_required=True,
+            )  # fmt: skip
+            message = _form(still).message
+            with SQLModelProvider(sqlite_url) as provider:
+                provider.ledger.approve(edited.proposal_id, "operator@example.com")
+            done = await session.call_tool(
+                "append_note", arguments, input_responses=ACCEPT, request_state=_state(still),
+                allow_input_required=True,
+            )  # fmt: skip
+            return original, edited, message, done
+
+    original, edited, message, done = asyncio.run(body())
+    assert edited.proposal_id in message and original.proposal_id not in message
+    assert isinstance(done, CallToolResult) and not done.is_error
+    assert done.structured_content == {"appended": "final"}
+    assert _notes(Path(env["NOTES_FILE"])) == [{"text": "final", "key": edited.proposal_id}]
