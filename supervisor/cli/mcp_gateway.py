@@ -73,7 +73,7 @@ def _supervisor_executable() -> str:
               "result instead of running again (0: propose again).")  # fmt: skip
 @click.option("--progress-every", type=float, default=5.0, show_default=True,
               help="Seconds between progress notifications while a call waits.")  # fmt: skip
-@click.option("--block-seconds", type=float, default=10.0, show_default=True,
+@click.option("--block-seconds", type=click.FloatRange(min=0.0), default=10.0, show_default=True,
               help="Seconds a call waits in one request before a 2026-07-28 client that answers "
               "form elicitation gets input_required (re-sent with its state); inf: always "
               "block.")  # fmt: skip
