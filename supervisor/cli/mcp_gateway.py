@@ -73,6 +73,13 @@ def _supervisor_executable() -> str:
               "result instead of running again (0: propose again).")  # fmt: skip
 @click.option("--progress-every", type=float, default=5.0, show_default=True,
               help="Seconds between progress notifications while a call waits.")  # fmt: skip
+@click.option("--block-seconds", type=click.FloatRange(min=0.0), default=10.0, show_default=True,
+              help="Seconds a call waits in one request before a 2026-07-28 client that answers "
+              "form elicitation gets input_required (re-sent with its state); inf: always "
+              "block.")  # fmt: skip
+@click.option("--decision-base-url", envvar="SUPERVISOR_PUBLIC_URL", default=None,
+              help="Base URL of `supervisor serve`, named in the input_required form "
+              "(default: $SUPERVISOR_PUBLIC_URL).")  # fmt: skip
 @click.option("--timeout", "timeout_seconds", type=float, default=120.0, show_default=True,
               help="Seconds one upstream request may take.")  # fmt: skip
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
@@ -80,7 +87,8 @@ def _supervisor_executable() -> str:
 def mcp_gateway(
     ctx: click.Context, name: str | None, url: str | None, trust: str, db_url: str | None,
     ttl_seconds: float | None, replay_window: float, progress_every: float,
-    timeout_seconds: float, command: tuple[str, ...],
+    block_seconds: float, decision_base_url: str | None, timeout_seconds: float,
+    command: tuple[str, ...],
 ) -> None:  # fmt: skip
     """Serve an MCP server's tools over stdio with mutations gated by approval.
 
@@ -113,7 +121,8 @@ def mcp_gateway(
     with open_ledger(db_url) as ledger:
         code = run_gateway(
             ledger, config, command_line=shown[:2000], replay_window_seconds=replay_window,
-            ttl_seconds=ttl_seconds, progress_every=progress_every,
+            ttl_seconds=ttl_seconds, progress_every=progress_every, block_seconds=block_seconds,
+            decision_base_url=decision_base_url or None,
         )  # fmt: skip
     ctx.exit(code)
 

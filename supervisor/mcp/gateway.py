@@ -18,7 +18,8 @@ A call that repeats an earlier one (same tool, same arguments hash) joins it ins
 proposing again: a pending or approved proposal is waited on and run once; a consumed one is
 never run again — within ``replay_window_seconds`` of its end its recorded result (or why it
 cannot be known, ``needs_reconciliation``) is returned. That is what a client that retries after
-a gateway crash sees.
+a gateway crash sees. A call re-sent with the state of an ``input_required`` answer (MCP
+2026-07-28) is bound to the exact proposal that state names instead (:meth:`McpGatewayCore.resume`).
 """
 
 from __future__ import annotations
@@ -267,6 +268,56 @@ class McpGatewayCore:
             runtime=f"mcp:{self.config.name}",
         )  # fmt: skip
         return Wait(tool, proposal)
+
+    def resume(self, name: str, arguments: Any, proposal_id: str, bound_args_hash: str) -> Step:
+        """A call re-sent with the state of an earlier ``input_required`` answer.
+
+        The state names the proposal the first round made or joined and its arguments hash, so
+        the re-sent call is bound to that exact proposal (never a new one): open, it is waited
+        on; approved, it is claimed and run once; consumed, its recorded result is returned;
+        decided otherwise, the decision is the answer. A state naming another server's or
+        another call's proposal is refused.
+        """
+        tool = self.tool(name)
+        if tool is None:
+            self.refresh()
+            tool = self.tool(name)
+        if tool is None:
+            return Answer(GatewayResult.error(f"Unknown tool {name!r} on {self.config.name}."))
+        try:
+            tool.prepare(arguments if arguments is not None else {})
+        except ToolCallError as error:
+            return Answer(GatewayResult.error(f"[{error.code}] {error.message}"))
+        try:
+            proposal = self.ledger.get(proposal_id)
+        except LedgerError:
+            proposal = None
+        if (
+            proposal is None
+            or proposal.owner != self.owner
+            or proposal.tool_name != tool.name
+            or proposal.args_hash != bound_args_hash
+        ):
+            return Answer(GatewayResult.error(
+                f"The request state names a call that is not this one ({proposal_id}); nothing "
+                "ran. Call the tool again without it.",
+            ))  # fmt: skip
+        with contextlib.suppress(LedgerError):
+            self.ledger.recover()
+        return Wait(tool, live_end(self.ledger, proposal_id), joined=True)  # an edit is followed
+
+    def stopped_waiting(self, proposal_id: str) -> GatewayResult:
+        """The client declined to keep waiting: nothing ran and the proposal is left as it is."""
+        try:
+            status = live_end(self.ledger, proposal_id).status.value
+        except LedgerError:
+            status = "unknown"
+        return GatewayResult.error(
+            f"You chose not to wait for approval of {proposal_id}; the call did not run. The "
+            f"proposal stays in the ledger ({status}); calling the tool again with the same "
+            "arguments joins it.",
+            proposal_id,
+        )
 
     def forward(self, step: Forward) -> GatewayResult:
         """Run an allowed read-only call upstream and return the upstream's answer."""
