@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
@@ -132,7 +131,7 @@ def gate(
     if proposal.status is _S.PENDING:
         try:
             with (waiting or _no_wait)(proposal):
-                proposal = wait_decided(ledger, original_id, wait_seconds)
+                proposal = ledger.wait_decided(original_id, wait_seconds)
         except BaseException:  # stopped (SIGTERM) or failed mid-wait: nobody will run it
             with suppress(Exception):  # the ledger may be what failed; the TTL still ends it
                 _give_up(ledger, live_end(ledger, original_id), "The hook stopped waiting.")
@@ -145,26 +144,6 @@ def gate(
 
 def _no_wait(proposal: Proposal) -> AbstractContextManager[None]:
     return nullcontext()
-
-
-def wait_decided(ledger: ApprovalLedger, proposal_id: str, seconds: float) -> Proposal:
-    """Follow the ledger's change feed until the call's live end leaves ``pending`` or
-    ``seconds`` pass; an edit is followed to the edited proposal, which is waited on in turn."""
-    deadline = time.monotonic() + max(seconds, 0.0)
-    cursor = ledger.head()
-    while True:
-        proposal = live_end(ledger, proposal_id)
-        if proposal.status is not _S.PENDING:
-            return proposal
-        if proposal.expires_at <= ledger.clock.now():
-            ledger.expire_due()
-            continue
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return proposal
-        records = ledger.wait_for_change(cursor, min(remaining, 1.0))
-        if records:
-            cursor = records[-1].seq
 
 
 def _give_up(ledger: ApprovalLedger, proposal: Proposal, why: str) -> Proposal:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -19,6 +20,7 @@ from supervisor.canonical import args_hash as compute_args_hash
 from supervisor.canonical import normalise
 from supervisor.ledger.amend import AmendMixin
 from supervisor.ledger.base import LedgerBase, validated_arguments
+from supervisor.ledger.chain import live_end
 from supervisor.ledger.decide import RulesMixin, check_grantable
 from supervisor.ledger.errors import (
     ApprovalExpired,
@@ -193,6 +195,31 @@ class ApprovalLedger(
             if proposal.decided_by_rule is not None:
                 self._audit_rule_decision(tx, proposal, outcome, now)
         return proposal
+
+    def wait_decided(self, proposal_id: str, timeout: float) -> Proposal:
+        """Block on the change feed until the call's proposal leaves ``pending`` or ``timeout``
+        seconds pass; expiry is applied as it falls due.
+
+        An edit does not end the wait: the edited proposal (the live end of the chain) is waited
+        on in its turn, and the one returned is the live end (its id differs from
+        ``proposal_id`` when the call was edited). Every waiter of a call uses this: the agent
+        runtime, the Claude Code hook and the MCP gateway.
+        """
+        deadline = time.monotonic() + max(timeout, 0.0)
+        cursor = self.head()
+        while True:
+            proposal = live_end(self, proposal_id)
+            if proposal.status is not _S.PENDING:
+                return proposal
+            if proposal.expires_at <= self.clock.now():
+                self.expire_due()
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return proposal
+            records = self.wait_for_change(cursor, min(remaining, 1.0))
+            if records:
+                cursor = records[-1].seq
 
     def get(self, proposal_id: str) -> Proposal:
         """Return one proposal.

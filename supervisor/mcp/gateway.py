@@ -28,7 +28,6 @@ import contextlib
 import json
 import logging
 import threading
-import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -329,21 +328,7 @@ class McpGatewayCore:
 
         Follows an edit to the edited proposal (the live end of the chain) and applies expiry.
         """
-        deadline = time.monotonic() + max(timeout, 0.0)
-        cursor = self.ledger.head()
-        while True:
-            proposal = live_end(self.ledger, proposal_id)
-            if proposal.status is not _S.PENDING:
-                return proposal
-            if proposal.expires_at <= self.ledger.clock.now():
-                self.ledger.expire_due()
-                continue
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return proposal
-            records = self.ledger.wait_for_change(cursor, min(remaining, 1.0))
-            if records:
-                cursor = records[-1].seq
+        return self.ledger.wait_decided(proposal_id, timeout)
 
     def finish(self, tool: McpTool, proposal: Proposal) -> GatewayResult:
         """Run a decided call: claim an approved proposal and call upstream once; otherwise

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from typing import TYPE_CHECKING, Any
 
 from supervisor.canonical import args_hash
@@ -104,22 +103,7 @@ def wait_for_decision(context: RuntimeContext, proposal_id: str, timeout: float)
     in its turn, and the one returned is the decided end (its id differs from ``proposal_id``
     when the call was edited).
     """
-    ledger = context.ledger
-    deadline = time.monotonic() + max(timeout, 0.0)
-    cursor = ledger.head()
-    while True:
-        proposal = live_end(ledger, proposal_id)
-        if proposal.status is not _S.PENDING:
-            return proposal
-        if proposal.expires_at <= ledger.clock.now():
-            ledger.expire_due()
-            continue
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return proposal
-        records = ledger.wait_for_change(cursor, min(remaining, 1.0))
-        if records:
-            cursor = records[-1].seq
+    return context.ledger.wait_decided(proposal_id, timeout)
 
 
 def _checkpoint_call(context: RuntimeContext, proposal: Proposal) -> tuple[Checkpoint, PendingCall]:
