@@ -45,6 +45,7 @@ from supervisor.ledger.reconcile import ReconcileMixin
 from supervisor.ledger.registry import RegistryServiceMixin
 from supervisor.ledger.runs import RunsServiceMixin
 from supervisor.ledger.webhooks import WebhookServiceMixin
+from supervisor.outcomes.blobref import BlobRef
 from supervisor.rules.grants import check_patterns
 from supervisor.rules.model import CallFacts
 
@@ -220,6 +221,19 @@ class ApprovalLedger(
             records = self.wait_for_change(cursor, min(remaining, 1.0))
             if records:
                 cursor = records[-1].seq
+
+    def stored_result(self, proposal_id: str) -> bytes | None:
+        """What a claimed call returned, as recorded with its execution (the result blob), or
+        ``None`` when nothing readable was recorded."""
+        execution = self.execution(proposal_id)
+        if execution is None or not execution.result_ref:
+            return None
+        try:
+            ref = BlobRef.from_result_ref(execution.result_ref)
+        except ValueError:
+            return None
+        blob = self.get_blob(ref.hex)
+        return None if blob is None else blob.content
 
     def get(self, proposal_id: str) -> Proposal:
         """Return one proposal.

@@ -427,18 +427,11 @@ class McpGatewayCore:
         )
 
     def _stored(self, proposal_id: str) -> GatewayResult | None:
-        execution = self.ledger.execution(proposal_id)
-        if execution is None or not execution.result_ref:
+        content = self.ledger.stored_result(proposal_id)
+        if content is None:
             return None
         try:
-            ref = BlobRef.from_result_ref(execution.result_ref)
-        except ValueError:
-            return None
-        blob = self.ledger.get_blob(ref.hex)
-        if blob is None or blob.content is None:
-            return None
-        try:
-            return GatewayResult.from_json(json.loads(blob.content), proposal_id)
+            return GatewayResult.from_json(json.loads(content), proposal_id)
         except ValueError:
             return None
 

@@ -198,15 +198,8 @@ def _recovered(context: RuntimeContext, proposal: Proposal) -> Proposal:
 
 
 def _stored_result(context: RuntimeContext, proposal: Proposal) -> Any:
-    execution = context.ledger.execution(proposal.proposal_id)
-    if execution is None or not execution.result_ref:
-        return None
-    try:
-        ref = BlobRef.from_result_ref(execution.result_ref)
-    except ValueError:
-        return None
-    blob = context.ledger.get_blob(ref.hex)
-    return None if blob is None or blob.content is None else blob.content.decode("utf-8")
+    content = context.ledger.stored_result(proposal.proposal_id)
+    return None if content is None else content.decode("utf-8")
 
 
 def _refuse_edit(
