@@ -24,32 +24,17 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ToolListChangedNotification
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from support.cli import SUPERVISOR, run_cli
+from support.mcp_gateway import NOTES_SERVER, OWNER
+from support.mcp_gateway import notes as _notes
+from support.mcp_gateway import until as _until
 from support.required import unavailable
 
 from supervisor import SQLModelProvider
 from supervisor.ledger.models import Proposal, ProposalStatus
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
-NOTES_SERVER = str(TESTS_DIR / "support" / "mcp_notes_server.py")
 INSPECTOR = TESTS_DIR / "node" / "mcp-inspector" / "node_modules" / ".bin" / "mcp-inspector"
-OWNER = "mcp-gateway:notes"
 pytestmark = pytest.mark.slow
-
-
-def _notes(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def _until(condition: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _gateway_command(*extra: str, trust: str = "trusted") -> list[str]:

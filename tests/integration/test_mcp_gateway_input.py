@@ -8,11 +8,9 @@ Real processes: ``mcp.Client`` (with an elicitation callback, so it can be asked
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,32 +27,15 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from support.cli import SUPERVISOR, run_cli
+from support.mcp_gateway import NOTES_SERVER, OWNER
+from support.mcp_gateway import notes as _notes
 
 from supervisor import SQLModelProvider
 from supervisor.ledger.models import Proposal, ProposalStatus
 from supervisor.mcp.gateway_input import WAIT_INPUT_KEY
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
-NOTES_SERVER = str(TESTS_DIR / "support" / "mcp_notes_server.py")
-OWNER = "mcp-gateway:notes"
 ACCEPT: InputResponses = {WAIT_INPUT_KEY: ElicitResult(action="accept")}
 pytestmark = pytest.mark.slow
-
-
-def _notes(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def _until(condition: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _proposals(url: str) -> list[Proposal]:
