@@ -18,9 +18,18 @@
    temp dir and deleted afterwards): in a fresh subprocess, from ``make_app(review_source=...)``
    start to the timeline drawing the last line of its first screen with a row on it, then to the
    index being complete; peak RSS (``resource.getrusage``) at both points.
+5. Start-up of the real command (issue 17): ``supervisor`` in a pseudo-terminal (160x50) on the
+   default ledger (``SUPERVISOR_HOME``) holding 30 pending, then on one with 100,000 proposals
+   of which 10,000 pending; ``supervisor demo`` on a fresh demo home. Timed from the spawn to
+   the first screen of inbox rows in the bytes written to the terminal (the demo: the inbox
+   title), then to ``?`` answered (the help screen drawn: keys are accepted). Peers in the same
+   run: ``python -c pass`` and a bare Textual app with one DataTable filled from one sqlite3
+   SELECT of the first page, started the same way (``python -X importtime`` of the TUI path
+   gives the breakdown).
 
 Run: .venv/bin/python bench/bench_tui.py [--pending 10000] [--rate 5000] [--seconds 10]
-     [--events 1000000] [--jsonl-mb 1000] [--rounds 3] [--only paint|tail|review|jsonl]
+     [--events 1000000] [--jsonl-mb 1000] [--rounds 3]
+     [--only paint|tail|review|jsonl|startup] [--compare DIR]
 """
 
 from __future__ import annotations
@@ -464,6 +473,232 @@ def bench_jsonl(folder: Path, megabytes: int, rounds: int) -> dict[str, Any]:
     return {"events": count, "file_mb": megabytes, "write_s": round(written, 1), "runs": runs}
 
 
+# --- 5. start-up of the real command in a pseudo-terminal ---------------------------------
+
+SUPERVISOR = str(Path(sys.executable).parent / "supervisor")
+HELP_MARKER = b"Keys of this screen"
+PEER_APP = """
+import sqlite3, sys
+from textual.app import App
+from textual.widgets import DataTable
+
+class Peer(App):
+    def compose(self):
+        yield DataTable()
+
+    def on_mount(self):
+        table = self.query_one(DataTable)
+        table.add_columns("id", "tool", "agent", "thread", "domain", "risk", "expires")
+        with sqlite3.connect(sys.argv[1]) as connection:
+            rows = connection.execute(
+                "SELECT id, tool_name, owner, thread_id, 'crm', '-', expires_at FROM proposal"
+                " WHERE status='pending' ORDER BY created_at, id LIMIT 200"
+            ).fetchall()
+        table.add_rows([tuple(str(v)[:12] for v in row) for row in rows])
+
+    def key_question_mark(self):
+        self.query_one(DataTable).add_row(*(["Keys of this screen"] + ["-"] * 6))
+
+Peer().run()
+"""
+
+
+def _terminal_run(
+    argv: list[str],
+    env: dict[str, str],
+    ready: bytes,
+    *,
+    answer: bytes | None = HELP_MARKER,
+    limit: float = 60.0,
+) -> tuple[float, float | None]:
+    """Seconds from spawning ``argv`` on a fresh 160x50 pty until ``ready`` is written to it,
+    then until ``?`` pressed at that moment is answered with ``answer`` (``None``: not asked).
+
+    The child leads its own session; it is sent ``q`` (and SIGTERM/SIGKILL if it lingers).
+    """
+    import fcntl
+    import os
+    import select
+    import signal
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", SIZE[1], SIZE[0], 0, 0))
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True,
+        close_fds=True,
+    )  # fmt: skip
+    os.close(slave)
+    seen = bytearray()
+    first: float | None = None
+    answered: float | None = None
+    deadline = started + limit
+    try:
+        while time.perf_counter() < deadline:
+            readable, _, _ = select.select([master], [], [], 0.05)
+            if readable:
+                try:
+                    chunk = os.read(master, 1 << 16)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            if first is None and ready in seen:
+                first = time.perf_counter() - started
+                if answer is None:
+                    break
+                del seen[:]
+                os.write(master, b"?")
+            elif first is not None and answer is not None and answer in seen:
+                answered = time.perf_counter() - started
+                break
+            if process.poll() is not None and not readable:
+                break
+        if first is None:
+            tail = bytes(seen[-2000:]).decode(errors="replace")
+            raise TimeoutError(f"{argv[-1]!r}: {ready!r} not seen; the terminal ended with {tail}")
+        return first, answered
+    finally:
+        try:
+            os.write(master, b"\x1bq")
+        except OSError:
+            pass
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            for signum in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(process.pid, signum)
+                    process.wait(timeout=5)
+                    break
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    continue
+        os.close(master)
+
+
+def _median(samples: list[float | None]) -> float | None:
+    values = [value for value in samples if value is not None]
+    return round(statistics.median(values), 3) if values else None
+
+
+def bench_startup(folder: Path, rounds: int, compare: Path | None = None) -> dict[str, Any]:
+    """Spawn-to-interactive of ``supervisor`` and ``supervisor demo`` against peers, in turn.
+
+    ``compare``: another checkout (e.g. ``git archive main``) whose ``supervisor`` runs the same
+    cases in the same rounds (``PYTHONPATH`` puts it ahead of this one), for a before/after.
+    """
+    import os
+    import shutil
+
+    # As installed: every module's bytecode compiled (this tree may be run with
+    # PYTHONDONTWRITEBYTECODE, which would recompile every module on every start).
+    for tree in (REPO, *([compare] if compare else [])):
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", "supervisor", "screens", "sandboxes"],
+            cwd=tree, check=True, capture_output=True,
+        )  # fmt: skip
+    base_env = {key: value for key, value in os.environ.items() if key not in {"COLUMNS", "LINES"}}
+    base_env.update(TERM="xterm-256color", SUPERVISOR_NOTIFY="none")
+    home = folder / "home"
+    home.mkdir()
+    seed_pending(f"sqlite:///{home / 'ledger.db'}", 30)
+    large = folder / "large.db"
+    seed_pending(f"sqlite:///{large}", 10_000)
+    _seed_decided(f"sqlite:///{large}", 90_000)
+    # Row 20 of the first page (thread-19) is the last line of the first screen of rows.
+    row = b"thread-19 "
+    cases: dict[str, tuple[list[str], dict[str, str], bytes, bytes | None]] = {
+        "python -c pass": ([sys.executable, "-c", "print('ready')"], base_env, b"ready", None),
+        "peer: bare Textual app + DataTable (30 pending)": (
+            [sys.executable, "-c", PEER_APP, str(home / "ledger.db")], base_env,
+            b"thread-19", HELP_MARKER,
+        ),
+        "supervisor (default ledger, 30 pending)": (
+            [SUPERVISOR], {**base_env, "SUPERVISOR_HOME": str(home)}, row, HELP_MARKER,
+        ),
+        "supervisor --db (100k proposals, 10k pending)": (
+            [SUPERVISOR, "--db", f"sqlite:///{large}"], base_env, row, HELP_MARKER,
+        ),
+    }  # fmt: skip
+    demo_home = folder / "demo"
+    cases["supervisor demo (fresh demo home)"] = (
+        [SUPERVISOR, "demo", "--home", str(demo_home)], base_env, b"Approval inbox", HELP_MARKER,
+    )  # fmt: skip
+    if compare is not None:
+        for name in [name for name in cases if name.startswith("supervisor")]:
+            argv, env, ready, answer = cases[name]
+            cases[f"{name} [{compare}]"] = (
+                argv, {**env, "PYTHONPATH": str(compare)}, ready, answer,
+            )  # fmt: skip
+    samples: dict[str, list[tuple[float, float | None]]] = {name: [] for name in cases}
+    load = [os.getloadavg()[0]]
+    for _ in range(rounds):  # interleaved, so a burst of load hits every case alike
+        for name, (argv, env, ready, answer) in cases.items():
+            shutil.rmtree(demo_home, ignore_errors=True)
+            samples[name].append(_terminal_run(argv, env, ready, answer=answer, limit=120))
+        load.append(os.getloadavg()[0])
+    return {
+        "rounds": rounds,
+        "load_avg_1m": [round(value, 2) for value in load],
+        **{
+            name: {
+                "drawn_s": [round(first, 3) for first, _ in runs],
+                "keys_answered_s": [None if k is None else round(k, 3) for _, k in runs],
+                "median_drawn_s": _median([first for first, _ in runs]),
+                "median_keys_answered_s": _median([k for _, k in runs]),
+            }
+            for name, runs in samples.items()
+        },
+    }
+
+
+def _seed_decided(url: str, count: int) -> None:
+    """Bulk-insert ``count`` decided (rejected) proposals beside the pending, and the audit
+    records of them all."""
+    import sqlalchemy as sa
+    from sqlmodel import SQLModel
+
+    from supervisor.store.tables import AuditRow, ProposalRow
+
+    provider = _provider(url)
+    table = SQLModel.metadata.tables[ProposalRow.__tablename__]
+    with provider.engine.begin() as connection:
+        template = dict(connection.execute(sa.select(table).limit(1)).mappings().one())
+        start = datetime.now(UTC) - timedelta(days=30)
+        for offset in range(0, count, 5_000):
+            rows = []
+            for index in range(offset, min(count, offset + 5_000)):
+                created = start + timedelta(milliseconds=index)
+                rows.append({
+                    **template, "id": uuid.uuid4().hex, "status": "rejected",
+                    "created_at": created, "updated_at": created, "decided_at": created,
+                })  # fmt: skip
+            connection.execute(sa.insert(table), rows)
+        # The audit log a ledger of that size holds: a propose record for every proposal and
+        # a reject for every decided one (hashes are not chained: the TUI never verifies).
+        audit = SQLModel.metadata.tables[AuditRow.__tablename__]
+        seq = connection.execute(sa.select(sa.func.coalesce(sa.func.max(audit.c.seq), 0))).scalar()
+        proposals = connection.execute(
+            sa.select(table.c.id, table.c.status, table.c.created_at).order_by(table.c.created_at)
+        ).all()
+        records = []
+        for proposal_id, status, created in proposals:
+            actions = ("propose",) if status == "pending" else ("propose", "reject")
+            for action in actions:
+                seq += 1
+                records.append({
+                    "seq": seq, "at": created, "actor": "agent-1", "action": action,
+                    "subject": proposal_id, "payload_json": "{}", "prev_hash": "0" * 64,
+                    "hash": f"{seq:064x}",
+                })  # fmt: skip
+        for offset in range(0, len(records), 5_000):
+            connection.execute(sa.insert(audit), records[offset : offset + 5_000])
+    provider.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pending", type=int, default=10_000)
@@ -472,7 +707,13 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--jsonl-mb", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", choices=("paint", "tail", "review", "jsonl"), default=None)
+    parser.add_argument(
+        "--only", choices=("paint", "tail", "review", "jsonl", "startup"), default=None
+    )
+    parser.add_argument(
+        "--compare", type=Path, metavar="DIR",
+        help="startup: also run another checkout's supervisor in the same rounds",
+    )  # fmt: skip
     parser.add_argument("--jsonl-measure", metavar="PATH", help="internal")
     parser.add_argument("--writer", nargs=3, metavar=("URL", "RATE", "SECONDS"), help="internal")
     args = parser.parse_args()
@@ -493,6 +734,9 @@ def main() -> None:
         if args.only in (None, "review"):
             results["review"] = bench_review(Path(folder), args.events, args.rounds)
             print(json.dumps(results["review"]), flush=True)
+        if args.only in (None, "startup"):
+            results["startup"] = bench_startup(Path(folder), args.rounds, args.compare)
+            print(json.dumps(results["startup"]), flush=True)
         if args.only in (None, "jsonl"):
             results["jsonl"] = bench_jsonl(Path(folder), args.jsonl_mb, args.rounds)
             print(json.dumps(results["jsonl"]), flush=True)

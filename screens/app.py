@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -12,10 +12,8 @@ from textual.screen import Screen
 
 from screens.literal import escaped_lines
 from screens.main_screen import MainScreen
-from screens.review_screen import ReviewScreen
 from supervisor.assets import asset_path
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.rules.replay import ReplayReport
 from supervisor.services.approvals import ApprovalsService
 from supervisor.services.connection import LedgerConnection
 from supervisor.services.grants import GrantsService
@@ -24,11 +22,13 @@ from supervisor.services.process_control import ProcessControl
 from supervisor.services.processes import ProcessesService
 from supervisor.services.reconciliation import ReconciliationService
 from supervisor.services.results import ResultsService
-from supervisor.services.review.service import ReviewService
 from supervisor.services.settings import SupervisorSettings
 from supervisor.services.traces import TracesService
 from supervisor.services.webhooks import WebhookDispatcher, WebhookSender
 from supervisor.store.provider import SQLModelProvider
+
+if TYPE_CHECKING:
+    from supervisor.rules.replay import ReplayReport
 
 #: (action, title, help) of the main screen's commands, listed in the command palette.
 MAIN_COMMANDS: tuple[tuple[str, str, str], ...] = (
@@ -171,6 +171,11 @@ def make_app(
     """
     settings = settings or SupervisorSettings()
     if review_source is not None:
+        # The offline review's screen and index are imported only for it: the live supervisor
+        # starts without them.
+        from screens.review_screen import ReviewScreen
+        from supervisor.services.review.service import ReviewService
+
         review = ReviewService(review_source)
         return SupervisorApp(ReviewScreen(review=review), cleanups=[review.close])
     provider: SQLModelProvider | None = None

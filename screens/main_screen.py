@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 from textual.worker import Worker, WorkerState
 
 from screens.console_actions import ConsoleActions
@@ -35,6 +35,7 @@ from screens.process_actions import ProcessActions
 from screens.reconcile_actions import ReconcileActions
 from screens.widgets.detail.detail_pane import DetailPane
 from screens.widgets.inbox.inbox_pane import InboxPane
+from screens.widgets.key_footer import KeyFooter
 from screens.widgets.processes.processes_pane import ProcessesPane, detail_line
 from screens.widgets.trace.trace_view import TraceView
 from supervisor.errors import SupervisorError
@@ -148,7 +149,7 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
                 yield TraceView(id="trace")
             yield DetailPane(self.settings.high_risk_domains, id="detail")
         # Compact: every key of the screen fits on a 160-column terminal.
-        yield Footer(compact=True)
+        yield KeyFooter(compact=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "clear_trace_filter":

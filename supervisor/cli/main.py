@@ -189,7 +189,10 @@ def demo(
         run_walkthrough(click.echo)
         return
     from supervisor.cli.output import echo_line
-    from supervisor.demo.run import default_home, reset_home, run_demo
+    from supervisor.cli.tui import collection_paused
+
+    with collection_paused():
+        from supervisor.demo.run import default_home, reset_home, run_demo
 
     home = home or default_home()
     if reset:
@@ -200,8 +203,9 @@ def demo(
         echo_line(why_not)
     opener: Callable[[str], None] | None = None
     if tui:
-        from supervisor.cli.tui import open_tui  # the one place the demo imports Textual
+        from supervisor.cli.tui import open_tui, preload_tui  # where the demo imports Textual
 
+        preload_tui()  # before the agents start and compete with it for the CPU
         opener = open_tui
     code = run_demo(
         home, tui=tui, auto_approve=auto_approve, echo=click.echo,

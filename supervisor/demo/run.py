@@ -9,6 +9,7 @@ decide in the inbox; without it (``--no-tui``), decide with ``supervisor proposa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -103,6 +104,17 @@ def reset_home(home: Path) -> list[Path]:
             path.unlink()
             removed.append(path)
     return removed
+
+
+#: How much nicer than the TUI the demo's agents and browser worker run (``nice`` levels):
+#: they start together with the TUI, and on a small machine the terminal must draw first.
+BACKGROUND_NICENESS = 10
+
+
+def _in_background(pid: int) -> None:
+    """Lower the scheduling priority of the child ``pid`` (inherited by what it starts)."""
+    with contextlib.suppress(OSError):  # already gone, or a platform without priorities
+        os.setpriority(os.PRIO_PROCESS, pid, BACKGROUND_NICENESS)
 
 
 def _stop(processes: list[subprocess.Popen[bytes]], grace: float = 3.0) -> None:
@@ -209,9 +221,13 @@ def run_demo(
                     start_new_session=True,
                 )
             )
+            if tui:
+                _in_background(processes[-1].pid)
         echo(f"Demo ledger: {url}")
         echo(f"Agent logs:  {home / 'logs'}")
         browser = _browser_agent(url, echo)
+        if browser is not None and tui:
+            _in_background(browser.handle.pid)
         # Resumes of earlier demos' orphans (spawned by the TUI or below) need the model too.
         os.environ.update(model.env())
         control = ProcessControl(provider.ledger, url, logs=home / "logs")

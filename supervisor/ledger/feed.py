@@ -56,6 +56,12 @@ class FeedMixin(LedgerBase):
         with self.repository.read() as tx:
             return tx.audit_after(cursor, limit)
 
+    def audit_of(self, subject: str) -> list[AuditRecord]:
+        """Every audit record about ``subject`` (a proposal id), oldest first: one indexed
+        read (``ix_audit_subject``), however long the log."""
+        with self.repository.read() as tx:
+            return tx.audit_of(subject)
+
     def head(self) -> int:
         """The newest audit seq (0 for an empty ledger); a cursor that skips history."""
         with self.repository.read() as tx:

@@ -15,8 +15,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import cel
-
 from supervisor.errors import SupervisorError
 
 
@@ -67,6 +65,10 @@ class Condition:
         Raises:
             RuleConditionInvalid: It does not parse; the message quotes CEL's own error.
         """
+        # Imported on the first rule compiled: the package (and the CLI it drags in) costs a
+        # fifth of a second, which a ledger without rules, and the TUI's first screen, never need.
+        import cel
+
         try:
             program = cel.compile(source)
         except (ValueError, TypeError, RuntimeError) as error:

@@ -1,7 +1,8 @@
 """The approval inbox as plain Python state, fed by the ledger's change feed.
 
-``ApprovalsService`` keeps the pending proposals and the decision history of every proposal it
-has seen on the audit feed. A background thread follows the feed (``wait_for_change``) and
+``ApprovalsService`` keeps the pending proposals and reads a proposal's decision history from
+the ledger when asked. A background thread follows the feed (``wait_for_change``) from where the
+pending set was read, never the whole log from the start, and
 calls subscribers with an :class:`InboxChange` from that thread; a UI must hop to its own loop.
 Decisions go straight to the ledger with this supervisor's identity and ``via="tui"``; approve,
 batch approve and edit need a :class:`RenderedGuard` (see ``supervisor.services.guard``).
@@ -123,11 +124,9 @@ class ApprovalsService:
         self.settings = settings or SupervisorSettings()
         self._lock = threading.RLock()
         self._pending: dict[str, Proposal] = {}
-        self._history: dict[str, list[AuditRecord]] = {}
         self._guards: dict[str, RenderedGuard] = {}
         self._listeners: Listeners[InboxChange] = Listeners()
         self._cursor = 0
-        self._loaded_head = 0
         self._applied_through = 0
         self._loaded = False
         self._orphans: dict[str, ProposalWaiter] = {}
@@ -195,9 +194,11 @@ class ApprovalsService:
         head = self.ledger.head()
         with self._lock:
             self._pending = {}
-            self._loaded_head = head
             self._applied_through = head
             self._loaded = False
+        # The feed is followed from here: the pending set read below is current as of head
+        # (or later), and history is read per proposal, so older records are never walked.
+        self._cursor = max(self._cursor, head)
         pending: list[Proposal] = []
         cursor: str | None = None
         size = self.settings.inbox_first_page
@@ -229,9 +230,6 @@ class ApprovalsService:
         with self._lock:
             fresh = [record for record in records if record.seq > self._applied_through]
         change = self._apply_records(fresh)
-        with self._lock:
-            for record in records:
-                self._history.setdefault(record.subject, []).append(record)
         self._cursor = records[-1].seq
         return change or InboxChange(loaded=self._loaded)
 
@@ -324,24 +322,9 @@ class ApprovalsService:
         return self.ledger.get(proposal_id)
 
     def history(self, proposal_id: str) -> list[AuditRecord]:
-        """Audit records whose subject is ``proposal_id``, oldest first.
-
-        Served from the records seen on the feed; before the feed caught up, the audit log is
-        scanned.
-        """
-        with self._lock:
-            caught_up = self._cursor >= self._loaded_head and self._loaded
-            known = list(self._history.get(proposal_id, ()))
-        if caught_up:
-            return known
-        found: list[AuditRecord] = []
-        cursor = 0
-        while True:
-            batch = self.ledger.events_since(cursor, 2000)
-            if not batch:
-                return found
-            found.extend(record for record in batch if record.subject == proposal_id)
-            cursor = batch[-1].seq
+        """Audit records whose subject is ``proposal_id``, oldest first (one indexed read of
+        the ledger, so a long audit log costs neither the start nor the detail pane)."""
+        return self.ledger.audit_of(proposal_id)
 
     def tool_schema(self, proposal: Proposal) -> dict[str, Any] | None:
         """The parameters schema of the proposal's tool from the registry, if recorded."""

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]  # no stubs; typed as Any at this edge
-
 from supervisor.errors import SupervisorError
 from supervisor.tools.policy import is_reserved_name
 
@@ -56,6 +54,10 @@ def parse_edited_arguments(text: str, schema: dict[str, Any] | None) -> dict[str
 
 
 def _check_schema(value: dict[str, Any], schema: dict[str, Any]) -> None:
+    # Imported when an edit is first checked: jsonschema costs the TUI's start a tenth of a
+    # second, and most sessions never edit.
+    import jsonschema  # type: ignore[import-untyped]  # no stubs; typed as Any at this edge
+
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(value), key=lambda error: list(error.path))
     if errors:

@@ -81,6 +81,27 @@ def test_feed_updates_the_pending_set_and_reports_decisions(
     service.unsubscribe(changes.append)
 
 
+def test_the_feed_starts_where_the_inbox_was_read_and_history_still_goes_back(
+    provider: SQLModelProvider, identity: ApproverIdentity
+) -> None:
+    decided = propose(provider.ledger)
+    provider.ledger.reject(decided.proposal_id, "bob@host", "no")
+    waiting = propose(provider.ledger)
+    service = ApprovalsService(provider.ledger, identity, SupervisorSettings(poll_timeout=0.05))
+    changes: list[InboxChange] = []
+    service.subscribe(changes.append)
+    service.load()
+    assert [p.proposal_id for p in service.pending()] == [waiting.proposal_id]
+    published = len(changes)
+    # Nothing happened since the load: the records written before it are not replayed.
+    assert service.poll(0.05) is None
+    assert len(changes) == published
+    # Yet the detail's history of a proposal decided before this console started is whole.
+    assert [r.action for r in service.history(decided.proposal_id)] == ["propose", "reject"]
+    assert [r.action for r in service.history(waiting.proposal_id)] == ["propose"]
+    service.unsubscribe(changes.append)
+
+
 def test_losing_a_race_names_the_winner(
     provider: SQLModelProvider, identity: ApproverIdentity
 ) -> None:
