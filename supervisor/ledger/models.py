@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -138,15 +138,6 @@ class QuorumVote(_Frozen):
 SDK_RUNTIME = "sdk"
 
 
-def runtime_of(execution_target: Mapping[str, Any]) -> str:
-    """The runtime a call with this execution target comes from when its caller names none:
-    ``mcp:<server>`` for a call of an MCP tool, else :data:`SDK_RUNTIME`."""
-    server = execution_target.get("mcp_server")
-    if isinstance(server, str) and server:
-        return f"mcp:{server}"[:200]
-    return SDK_RUNTIME
-
-
 class Proposal(_Frozen):
     """An exact, serialisable tool call waiting for (or past) a human decision.
 
@@ -186,7 +177,8 @@ class Proposal(_Frozen):
     approvals_required: int = 1
     approvals: tuple[QuorumVote, ...] = ()
     grantable: bool = True
-    # Which runtime asked: ``sdk`` (our own agents), ``mcp:<server>``, ``claude-code``,
+    # Which agent runtime asked: ``sdk`` (our own agents, their MCP tools' calls included),
+    # ``mcp:<server>`` (the MCP gateway), ``claude-code``,
     # ``acp:<agent>``; and the assistant turn the call belongs to, where the runtime knows it
     # (batch approval never crosses a turn).
     runtime: str = Field(default=SDK_RUNTIME, max_length=200)

@@ -32,12 +32,12 @@ from supervisor.ledger.grants import DEFAULT_GRANT_SECONDS, DEFAULT_GRANT_USES, 
 from supervisor.ledger.identity import EnvironmentIdentity
 from supervisor.ledger.leases import LeaseServiceMixin
 from supervisor.ledger.models import (
+    SDK_RUNTIME,
     ApproverContext,
     Proposal,
     ProposalPage,
     ProposalStatus,
     Via,
-    runtime_of,
 )
 from supervisor.ledger.operators import OperatorsMixin
 from supervisor.ledger.policy_versions import PolicyMixin
@@ -141,8 +141,9 @@ class ApprovalLedger(
             risk: A free-form risk label.
             read_only: The tool is read-only and deterministic (rules default to allow).
             grantable: False for tools marked never-grantable: no grant may allow the call.
-            runtime: Which runtime asks (``claude-code``, ``mcp:<server>``, ``acp:<agent>``);
-                by default derived from the target (``mcp:<server>``) or ``sdk``.
+            runtime: Which agent runtime asks: ``claude-code``, ``mcp:<server>`` (the MCP
+                gateway), ``acp:<agent>``; by default ``sdk``, this SDK's own agents (their
+                MCP tools' calls included: the target says where a call runs).
             turn_id: The assistant turn the call belongs to, where the runtime knows it;
                 batch approval never crosses a turn.
 
@@ -179,7 +180,7 @@ class ApprovalLedger(
             created_at=now,
             updated_at=now,
             expires_at=now + timedelta(seconds=ttl),
-            runtime=runtime or runtime_of(target),
+            runtime=runtime or SDK_RUNTIME,
             turn_id=turn_id,
         )
         facts = CallFacts(

@@ -293,9 +293,10 @@ def test_an_older_ledger_is_migrated_on_open_and_keeps_its_data(ledger_url: str)
         engine.dispose()
 
 
-def test_migration_0010_names_the_runtime_of_older_mcp_calls(ledger_url: str) -> None:
-    """Calls recorded before runtimes existed: MCP tool calls read ``mcp:<server>``, the rest
-    ``sdk``; both stay listable by runtime."""
+def test_migration_0010_reads_every_older_call_as_our_own_agents(ledger_url: str) -> None:
+    """Calls recorded before runtimes existed were all this SDK's agents' (MCP tool calls
+    included: the target says where a call runs, the runtime who asked): ``sdk``, listable by
+    runtime."""
     from supervisor.store.migrate import upgrade
 
     engine = create_ledger_engine(ledger_url)
@@ -315,9 +316,12 @@ def test_migration_0010_names_the_runtime_of_older_mcp_calls(ledger_url: str) ->
                 connection.execute(sa.table("proposal", *map(sa.column, values)).insert(), values)
         assert ensure_schema(engine) == SCHEMA_VERSION
         ledger = ApprovalLedger(Repository(engine))
-        assert ledger.get(mcp_call.proposal_id).runtime == "mcp:files"
+        assert ledger.get(mcp_call.proposal_id).runtime == "sdk"
         assert ledger.get(own_call.proposal_id).runtime == "sdk"
-        listed = ledger.list(runtime="mcp:files").items
-        assert [p.proposal_id for p in listed] == [mcp_call.proposal_id]
+        gateway = ledger.propose("add", "a" * 64, {"n": 2}, runtime="mcp:files")
+        assert [p.proposal_id for p in ledger.list(runtime="mcp:files").items] == [
+            gateway.proposal_id
+        ]
+        assert len(ledger.list(runtime="sdk").items) == 2
     finally:
         engine.dispose()

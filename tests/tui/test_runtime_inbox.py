@@ -74,8 +74,12 @@ def test_our_own_agents_twins_batch_across_agents_as_before(
 def test_the_filter_matches_the_runtime_and_field_terms(provider: SQLModelProvider) -> None:
     ledger = provider.ledger
     claude = _bash(ledger, "sess-42", "t")
-    mcp = ledger.propose("write_file", _HASH, {"p": "x"}, execution_target={"mcp_server": "fs"})
-    assert mcp.runtime == "mcp:fs"
+    mcp = ledger.propose(
+        "write_file", _HASH, {"p": "x"}, execution_target={"mcp_server": "fs"}, runtime="mcp:fs"
+    )
+    # Our own agent's call of an MCP tool: the target says where it runs, the runtime is ours.
+    own = ledger.propose("write_file", _HASH, {"p": "x"}, execution_target={"mcp_server": "fs"})
+    assert (mcp.runtime, own.runtime) == ("mcp:fs", "sdk")
     assert matches(claude, "claude") and not matches(mcp, "claude")
     assert matches(mcp, "runtime:mcp") and not matches(claude, "runtime:mcp")
     assert matches(claude, "session:sess-4 bash")
