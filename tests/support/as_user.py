@@ -17,6 +17,8 @@ import sys
 
 def main() -> None:
     user, *argv = sys.argv[1:]
+    import cel  # noqa: F401 - the rules' CEL loads on the first rule compiled, after the drop
+
     import supervisor.cli.main as cli_main
     import supervisor.cli.policy
     import supervisor.cli.proposals
