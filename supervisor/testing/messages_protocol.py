@@ -12,7 +12,7 @@ OpenAI client at the same scripted turns.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 from supervisor.testing.protocol import (
@@ -98,6 +98,18 @@ def message_body(answer: ScriptedAnswer) -> dict[str, Any]:
     }
 
 
+def _block_events(
+    index: int, block: dict[str, Any], deltas: Iterable[dict[str, Any]]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """One content block as the stream sends it: start, its deltas, stop."""
+    yield "content_block_start", {"type": "content_block_start", "index": index,
+                                  "content_block": block}  # fmt: skip
+    for delta in deltas:
+        yield "content_block_delta", {"type": "content_block_delta", "index": index,
+                                      "delta": delta}  # fmt: skip
+    yield "content_block_stop", {"type": "content_block_stop", "index": index}
+
+
 def message_events(answer: ScriptedAnswer) -> Iterator[tuple[str, dict[str, Any]]]:
     """The server-sent events of a streamed answer, in order, as (event name, data).
 
@@ -117,24 +129,15 @@ def message_events(answer: ScriptedAnswer) -> Iterator[tuple[str, dict[str, Any]
     yield "message_start", {"type": "message_start", "message": start}
     index = 0
     if answer.content:
-        block: dict[str, Any] = {"type": "text", "text": ""}
-        yield "content_block_start", {"type": "content_block_start", "index": index,
-                                      "content_block": block}  # fmt: skip
-        for fragment in fragments(answer.content):
-            delta = {"type": "text_delta", "text": fragment}
-            yield "content_block_delta", {"type": "content_block_delta", "index": index,
-                                          "delta": delta}  # fmt: skip
-        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+        text = ({"type": "text_delta", "text": part} for part in fragments(answer.content))
+        yield from _block_events(index, {"type": "text", "text": ""}, text)
         index += 1
     for call in answer.calls:
         block = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
-        yield "content_block_start", {"type": "content_block_start", "index": index,
-                                      "content_block": block}  # fmt: skip
-        for fragment in fragments(call.arguments):
-            delta = {"type": "input_json_delta", "partial_json": fragment}
-            yield "content_block_delta", {"type": "content_block_delta", "index": index,
-                                          "delta": delta}  # fmt: skip
-        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+        json_parts = (
+            {"type": "input_json_delta", "partial_json": part} for part in fragments(call.arguments)
+        )
+        yield from _block_events(index, block, json_parts)
         index += 1
     yield (
         "message_delta",
