@@ -50,11 +50,18 @@ class MemAgent:
         toolbox: Any = None,
         embedder: Any = None,
         base_url: str | None = None,
+        toolbox_embedder: Any = None,
     ) -> MemAgent:
         """Wire an agent from its configuration (shared by the builder and :meth:`load`).
 
         ``api_key`` and ``base_url`` (with any credentials it carries) live in this process only:
-        ``config`` holds the saved form, without them.
+        ``config`` holds the saved form, without them. ``embedder`` is the semantic cache's;
+        ``toolbox_embedder`` ranks the toolbox when the policy asks for semantic routing
+        (``None``: the bundled model).
+
+        Raises:
+            SemanticExtraMissing: the policy asks for semantic routing, no embedder is given
+                and ``agent-supervisor[semantic]`` is not installed.
         """
         live = {"api_key": api_key, "base_url": base_url}  # credentials: memory only, never saved
         llm = LLMConfig.from_mapping(
@@ -68,6 +75,13 @@ class MemAgent:
                 registry.register(tool, replace=True)
         if toolbox is None and config.toolbox_agent_id is not None:
             toolbox = Toolbox.load(provider, config.toolbox_agent_id, list(registry))
+        if toolbox is not None and config.context_policy.semantic_routing:
+            if toolbox_embedder is not None:
+                toolbox.attach_embedder(toolbox_embedder)
+            elif toolbox.embedder is None:
+                from supervisor.toolbox.semantic import default_embedder
+
+                toolbox.attach_embedder(default_embedder())
         cache = None
         if config.semantic_cache:
             cache = SemanticCache(
@@ -219,15 +233,20 @@ class MemAgent:
         tools: Iterable[Any] = (),
         allowlist: Iterable[str] = (),
         api_key: str | None = None,
+        toolbox_embedder: Any = None,
     ) -> MemAgent:
         """Re-create a saved agent in this process.
 
         Tools are rebound from ``tools`` (the live registry) or, failing that, from their saved
-        import references when those are on ``allowlist``; never from stored code.
+        import references when those are on ``allowlist``; never from stored code. A saved
+        ``ContextPolicy(semantic_routing=True)`` ranks the rebuilt toolbox hybrid again, with
+        ``toolbox_embedder`` or else the bundled model (e.g.
+        ``default_embedder(cache_dir=...)`` keeps tool vectors between processes).
 
         Raises:
             AgentNotFound: no agent with that id was saved in this ledger.
             ReferenceNotAllowed, ReferenceMismatch: a tool cannot be rebound safely.
+            SemanticExtraMissing: the agent routes semantically and the extra is missing.
         """
         provider = memory_provider or SQLModelProvider()
         record = provider.ledger.load_agent(agent_id)
@@ -240,7 +259,9 @@ class MemAgent:
         registry = ToolRegistry(tools, allowlist=allowlist)
         for reference in config.tools:
             registry.rebind(reference.name, reference.import_ref, reference.schema_hash)
-        return cls.from_config(config, provider, registry, api_key=api_key)
+        return cls.from_config(
+            config, provider, registry, api_key=api_key, toolbox_embedder=toolbox_embedder
+        )
 
 
 __all__ = ["MemAgent"]

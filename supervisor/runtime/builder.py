@@ -71,7 +71,12 @@ class MemAgentBuilder:
         return self
 
     def with_toolbox(self, toolbox: Any) -> Self:
-        """Attach a :class:`~supervisor.toolbox.Toolbox` for scoped top-k disclosure."""
+        """Attach a :class:`~supervisor.toolbox.Toolbox` for scoped top-k disclosure.
+
+        A toolbox built with an embedder ranks hybrid; the saved policy then says
+        ``semantic_routing=True``, so ``MemAgent.load`` ranks hybrid too. Or set
+        ``ContextPolicy(semantic_routing=True)`` to have the bundled model attached.
+        """
         self._toolbox = toolbox
         return self
 
@@ -164,7 +169,7 @@ class MemAgentBuilder:
                 )
                 for tool in registry
             ),
-            context_policy=self._context_policy,
+            context_policy=self._saved_policy(),
             tool_result_policy=self._result_policy,
             toolbox_agent_id=getattr(self._toolbox, "agent_id", None),
             semantic_cache=self._cache,
@@ -174,6 +179,13 @@ class MemAgentBuilder:
             config, provider, registry, api_key=api_key, toolbox=self._toolbox,
             embedder=self._embedder, base_url=base_url,
         )  # fmt: skip
+
+    def _saved_policy(self) -> ContextPolicy:
+        """The context policy to save: a toolbox that ranks hybrid says so in it."""
+        policy = self._context_policy
+        if getattr(self._toolbox, "embedder", None) is not None and not policy.semantic_routing:
+            policy = policy.model_copy(update={"semantic_routing": True})
+        return policy
 
     def build_and_save(self) -> MemAgent:
         """Build, then save the configuration and tool registry for ``MemAgent.load``."""

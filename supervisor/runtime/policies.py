@@ -17,6 +17,10 @@ class ContextPolicy(BaseModel):
             (besides the discovery and invocation meta-tools).
         always_visible_tools: Tool names revealed every turn (they count toward ``tool_top_k``
             only if also ranked).
+        semantic_routing: With a toolbox attached, fuse its lexical ranking with the bundled
+            embedding model of ``agent-supervisor[semantic]`` (the model loads on the first
+            turn; without the extra, building or loading the agent raises
+            ``SemanticExtraMissing``). Saved with the agent, so ``MemAgent.load`` ranks the same.
         allowed_tools: If set, only these tool names are ever revealed or invocable.
         denied_tools: Never revealed nor invocable (beats ``allowed_tools``).
         allowed_domains: If set, only tools in one of these domains are revealed or invocable.
@@ -37,6 +41,7 @@ class ContextPolicy(BaseModel):
 
     tool_top_k: int = Field(default=8, ge=1, le=128)
     always_visible_tools: tuple[str, ...] = ()
+    semantic_routing: bool = False
     allowed_tools: tuple[str, ...] | None = None
     denied_tools: tuple[str, ...] = ()
     allowed_domains: tuple[str, ...] | None = None

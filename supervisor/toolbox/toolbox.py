@@ -290,6 +290,26 @@ class Toolbox:
         return entry.handle
 
     @property
+    def embedder(self) -> Embedder | None:
+        """The attached embedding backend (``None``: lexical ranking only)."""
+        return self._embedding.embedder if self._embedding is not None else None
+
+    def attach_embedder(self, embedder: Embedder) -> None:
+        """Rank hybrid from now on: embed every tool already here with ``embedder``.
+
+        What ``ContextPolicy(semantic_routing=True)`` does to an agent's lexical toolbox. An
+        embedder already attached is replaced.
+
+        Args:
+            embedder: The embedding backend (e.g. ``default_embedder()``).
+        """
+        index = EmbeddingIndex(embedder)
+        index.add_many(
+            [(entry.handle, entry.text.as_document()) for entry in self._by_handle.values()]
+        )
+        self._embedding = index
+
+    @property
     def backend(self) -> str:
         """``lexical`` or ``lexical+embedding``."""
         return "lexical" if self._embedding is None else "lexical+embedding"

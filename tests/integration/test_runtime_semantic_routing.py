@@ -1,0 +1,143 @@
+"""Semantic routing end to end: ``ContextPolicy(semantic_routing=True)`` through ``MemAgent``.
+
+The query shares no word with the tool that answers it, so the lexical router reveals nothing
+and only the bundled embedding model (``agent-supervisor[semantic]``) can put the tool in the
+request the model receives; the flag is saved with the agent, so ``MemAgent.load`` (which
+rebuilds the toolbox from the ledger) ranks the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from supervisor import (
+    ContextPolicy,
+    MemAgent,
+    MemAgentBuilder,
+    SQLModelProvider,
+    Toolbox,
+    governed_tool,
+)
+from supervisor.testing import Reply, ScriptedModel
+from supervisor.toolbox.semantic import MiniLMEmbedder, default_embedder
+
+QUERY = "Will it rain in Lisbon tomorrow?"
+WANTED = "weather_forecast"
+
+
+@governed_tool
+def weather_forecast(city: str) -> dict[str, Any]:
+    """Tell the weather forecast for a city over the next days."""
+    return {"city": city, "forecast": "sunny"}
+
+
+@governed_tool
+def convert_currency(amount: float, target: str) -> dict[str, Any]:
+    """Convert an amount of money into another currency."""
+    return {"amount": amount, "target": target}
+
+
+@governed_tool
+def translate_text(text: str, language: str) -> dict[str, Any]:
+    """Translate a text into another language."""
+    return {"text": text, "language": language}
+
+
+@governed_tool
+def book_table(restaurant: str, guests: int) -> dict[str, Any]:
+    """Book a table at a restaurant."""
+    return {"restaurant": restaurant, "guests": guests}
+
+
+TOOLS: list[Any] = [weather_forecast, convert_currency, translate_text, book_table]
+
+
+def _llm(model: ScriptedModel) -> dict[str, Any]:
+    return {"provider": "openai", "model": "m", "base_url": model.base_url, "api_key": "k"}
+
+
+def _revealed(model: ScriptedModel, request: int) -> list[str]:
+    return model.requests[request].tool_names[2:]  # after discover_tools and invoke_tool
+
+
+def _toolbox(provider: SQLModelProvider, agent_id: str, **options: Any) -> Toolbox:
+    return Toolbox.from_functions(TOOLS, memory_provider=provider, agent_id=agent_id, **options)
+
+
+def test_the_lexical_router_reveals_nothing_for_this_query(provider: SQLModelProvider) -> None:
+    """The control: without semantic routing the wanted tool is never shown."""
+    with ScriptedModel([Reply("ok")]) as model:
+        agent = (
+            MemAgentBuilder()
+            .with_agent_id("lexical")
+            .with_llm_config(_llm(model))
+            .with_memory_provider(provider)
+            .with_toolbox(_toolbox(provider, "lexical"))
+            .with_context_policy(ContextPolicy(tool_top_k=1))
+            .build_and_save()
+        )
+        agent.run(QUERY)
+        assert _revealed(model, 0) == []
+    assert agent.context.toolbox is not None
+    assert agent.context.toolbox.backend == "lexical"
+
+
+def test_policy_flag_routes_semantically_and_survives_load(provider: SQLModelProvider) -> None:
+    with ScriptedModel([Reply("first"), Reply("second")]) as model:
+        agent = (
+            MemAgentBuilder()
+            .with_agent_id("semantic")
+            .with_llm_config(_llm(model))
+            .with_memory_provider(provider)
+            .with_toolbox(_toolbox(provider, "semantic"))
+            .with_context_policy(ContextPolicy(tool_top_k=1, semantic_routing=True))
+            .build_and_save()
+        )
+        assert agent.run(QUERY).status == "completed"
+        loaded = MemAgent.load("semantic", memory_provider=provider, tools=TOOLS, api_key="k")
+        assert loaded.run(QUERY).status == "completed"
+        assert _revealed(model, 0) == [WANTED]
+        assert _revealed(model, 1) == [WANTED]
+    assert loaded.config.context_policy.semantic_routing
+    assert loaded.context.toolbox is not None
+    assert loaded.context.toolbox.backend == "lexical+embedding"
+    assert isinstance(loaded.context.toolbox.embedder, MiniLMEmbedder)
+
+
+def test_a_toolbox_built_with_the_model_is_saved_as_semantic(provider: SQLModelProvider) -> None:
+    """No flag set by hand: the toolbox's embedder puts it in the saved policy."""
+    toolbox = _toolbox(provider, "hybrid-box", embedder=default_embedder())
+    with ScriptedModel([Reply("ok")]) as model:
+        (
+            MemAgentBuilder()
+            .with_agent_id("hybrid-box")
+            .with_llm_config(_llm(model))
+            .with_memory_provider(provider)
+            .with_toolbox(toolbox)
+            .with_context_policy(ContextPolicy(tool_top_k=1))
+            .build_and_save()
+        )
+        loaded = MemAgent.load("hybrid-box", memory_provider=provider, tools=TOOLS, api_key="k")
+        loaded.run(QUERY)
+        assert _revealed(model, 0) == [WANTED]
+    assert loaded.config.context_policy.semantic_routing
+
+
+def test_a_given_embedder_is_used_on_load(provider: SQLModelProvider) -> None:
+    toolbox = _toolbox(provider, "own-model")
+    with ScriptedModel([Reply("ok")]) as model:
+        (
+            MemAgentBuilder()
+            .with_agent_id("own-model")
+            .with_llm_config(_llm(model))
+            .with_memory_provider(provider)
+            .with_toolbox(toolbox)
+            .with_context_policy(ContextPolicy(tool_top_k=1, semantic_routing=True))
+            .build_and_save()
+        )
+        mine = default_embedder()
+        loaded = MemAgent.load(
+            "own-model", memory_provider=provider, tools=TOOLS, api_key="k", toolbox_embedder=mine
+        )
+    assert loaded.context.toolbox is not None
+    assert loaded.context.toolbox.embedder is mine
