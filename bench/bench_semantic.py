@@ -140,7 +140,7 @@ def latency(tool_count: int, query_count: int) -> None:
         "hybrid toolbox.select, query vector already computed (ranking only)": [],
         f"query embedding alone (MiniLM, {model.backend})": [],
         "hybrid toolbox.select, query embedding included": [],
-        "cosine top-20 over all tools alone (numpy, query vector given)": [],
+        "cosine top-20 over all tools alone (query vector given)": [],
     }
     lexical_rows, warm_rows, embed_rows, total_rows, cosine_rows = columns.values()
     clock = time.perf_counter

@@ -93,6 +93,29 @@ def test_dense_vectors_rank_by_cosine_within_the_allowed_keys() -> None:
     ]
 
 
+def test_int8_shortlist_returns_the_exact_float_ranking() -> None:
+    """10,000 rows clustered like tool vectors: the shortlist path gives the float32 answer."""
+    rng = np.random.default_rng(7)
+    centres = rng.standard_normal((50, 384)).astype(np.float32)
+    rows = centres[rng.integers(0, 50, 10_000)] + 0.6 * rng.standard_normal((10_000, 384))
+    keys = [f"tool-{index:05d}" for index in range(10_000)]
+    exact, fast = DenseVectors(shortlist=False), DenseVectors(shortlist=True)
+    for dense in (exact, fast):
+        dense.put_many(keys, rows.astype(np.float32))
+    allowed = frozenset(keys[::3])
+    for query in rows[rng.integers(0, 10_000, 40)] + rng.standard_normal((40, 384)):
+        for scope in (None, allowed):
+            want = exact.search(query, allowed=scope, limit=20)
+            assert fast.search(query, allowed=scope, limit=20) == want
+            assert scope is None or {key for key, _ in want} <= allowed
+    assert fast._int8 is not None and exact._int8 is None  # the fast path really ran
+    small = frozenset(keys[:7])  # fewer allowed rows than asked for
+    assert fast.search(rows[0], allowed=small, limit=20) == exact.search(
+        rows[0], allowed=small, limit=20
+    )
+    assert len(fast.search(rows[0], allowed=small, limit=20)) == 7
+
+
 def test_dense_ties_are_broken_by_key() -> None:
     dense = DenseVectors()
     dense.put_many(["b", "a", "c"], np.array([[1, 0], [1, 0], [0, 1]], dtype=np.float32))
