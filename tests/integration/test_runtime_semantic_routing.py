@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from supervisor import (
     ContextPolicy,
     MemAgent,
@@ -19,7 +21,8 @@ from supervisor import (
     governed_tool,
 )
 from supervisor.testing import Reply, ScriptedModel
-from supervisor.toolbox.semantic import MiniLMEmbedder, default_embedder
+from supervisor.toolbox import semantic as semantic_module
+from supervisor.toolbox.semantic import MiniLMEmbedder, SemanticExtraMissing, default_embedder
 
 QUERY = "Will it rain in Lisbon tomorrow?"
 WANTED = "weather_forecast"
@@ -141,3 +144,28 @@ def test_a_given_embedder_is_used_on_load(provider: SQLModelProvider) -> None:
         )
     assert loaded.context.toolbox is not None
     assert loaded.context.toolbox.embedder is mine
+
+
+def test_without_the_extra_building_says_what_to_install(
+    provider: SQLModelProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, *args: object) -> object:
+        return None if name == semantic_module.MODEL_PACKAGE else real_find_spec(name)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    builder = (
+        MemAgentBuilder()
+        .with_agent_id("no-extra")
+        .with_llm_config({"provider": "openai", "model": "m", "base_url": "http://127.0.0.1:9"})
+        .with_memory_provider(provider)
+        .with_toolbox(_toolbox(provider, "no-extra"))
+        .with_context_policy(ContextPolicy(semantic_routing=True))
+    )
+    with pytest.raises(SemanticExtraMissing) as caught:
+        builder.build()
+    assert caught.value.code == "semantic_extra_missing"
+    assert semantic_module.INSTALL_HINT in (caught.value.hint or "")
