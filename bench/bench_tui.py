@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sqlite3
 import statistics
 import subprocess
@@ -256,18 +257,26 @@ async def tail_supervisor(url: str, rate: int, seconds: float) -> dict[str, Any]
     return {**report, "repaints": len(lags), **_percentiles(lags[1:])}
 
 
-def tail_peer(url: str, path: Path, rate: int, seconds: float) -> dict[str, Any]:
+def tail_peer(url: str, rate: int, seconds: float) -> dict[str, Any]:
+    """A bare driver connection reading ``id > ?`` every 0.1 s while the same writer runs."""
     lags: list[float] = []
-    connection = sqlite3.connect(path)
+    connection: Any
+    if url.startswith("sqlite:///"):
+        connection = sqlite3.connect(url[len("sqlite:///") :])
+        query = "SELECT id, payload_json FROM trace_event WHERE id > ? ORDER BY id LIMIT 2000"
+    else:
+        import psycopg
+
+        connection = psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"))
+        connection.autocommit = True
+        query = "SELECT id, payload_json FROM trace_event WHERE id > %s ORDER BY id LIMIT 2000"
     after = connection.execute("SELECT coalesce(max(id), 0) FROM trace_event").fetchone()[0]
     process = subprocess.Popen(
         [sys.executable, __file__, "--writer", url, str(rate), str(seconds)],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     while process.poll() is None:
-        rows = connection.execute(
-            "SELECT id, payload_json FROM trace_event WHERE id > ? ORDER BY id LIMIT 2000", (after,)
-        ).fetchall()
+        rows = connection.execute(query, (after,)).fetchall()
         if rows:
             after = rows[-1][0]
             lags.append(time.time() - float(json.loads(rows[-1][1])["t"]))
@@ -276,16 +285,33 @@ def tail_peer(url: str, path: Path, rate: int, seconds: float) -> dict[str, Any]
     return _percentiles(lags[1:])
 
 
-def bench_tail(folder: Path, rate: int, seconds: float) -> dict[str, Any]:
-    path = folder / "tail.db"
-    url = f"sqlite:///{path}"
+def bench_tail(folder: Path, rate: int, seconds: float, pg: str | None) -> dict[str, Any]:
+    """Tail lag on SQLite, and on PostgreSQL (LISTEN/NOTIFY) unless ``pg`` is ``"none"``.
+
+    ``pg``: ``None`` starts a throwaway durable cluster (tests/support/postgres.py), a URL uses
+    that server.
+    """
+    results: dict[str, Any] = {"rate": rate, "seconds": seconds}
+    url = f"sqlite:///{folder / 'tail.db'}"
     _provider(url).close()
-    return {
-        "rate": rate,
-        "seconds": seconds,
+    results["sqlite"] = {
         "supervisor": asyncio.run(tail_supervisor(url, rate, seconds)),
-        "peer": tail_peer(url, path, rate, seconds),
+        "peer": tail_peer(url, rate, seconds),
     }
+    if pg != "none":
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+        from support.postgres import PostgresCluster
+
+        with PostgresCluster(server_url=pg, fast=False) as cluster:
+            for label in ("supervisor", "peer"):  # each on its own empty database
+                url = cluster.create_database(f"tail_{label}_{os.getpid()}")
+                _provider(url).close()
+                results.setdefault("postgresql", {})[label] = (
+                    asyncio.run(tail_supervisor(url, rate, seconds))
+                    if label == "supervisor"
+                    else tail_peer(url, rate, seconds)
+                )
+    return results
 
 
 # --- 3. first screen of a large ledger in the offline review --------------------------------
@@ -714,6 +740,10 @@ def main() -> None:
         "--compare", type=Path, metavar="DIR",
         help="startup: also run another checkout's supervisor in the same rounds",
     )  # fmt: skip
+    parser.add_argument(
+        "--tail-pg", metavar="URL",
+        help="tail: PostgreSQL server to use (default: a throwaway cluster; 'none' skips it)",
+    )  # fmt: skip
     parser.add_argument("--jsonl-measure", metavar="PATH", help="internal")
     parser.add_argument("--writer", nargs=3, metavar=("URL", "RATE", "SECONDS"), help="internal")
     args = parser.parse_args()
@@ -729,7 +759,7 @@ def main() -> None:
             results["paint"] = bench_paint(Path(folder), args.pending, args.rounds)
             print(json.dumps(results["paint"]), flush=True)
         if args.only in (None, "tail"):
-            results["tail"] = bench_tail(Path(folder), args.rate, args.seconds)
+            results["tail"] = bench_tail(Path(folder), args.rate, args.seconds, args.tail_pg)
             print(json.dumps(results["tail"]), flush=True)
         if args.only in (None, "review"):
             results["review"] = bench_review(Path(folder), args.events, args.rounds)

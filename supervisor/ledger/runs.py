@@ -16,6 +16,7 @@ from supervisor.ledger.errors import BlobCorrupted, LedgerError
 from supervisor.ledger.models import Blob, Checkpoint, TraceEvent
 from supervisor.ledger.retention import TraceRetention
 from supervisor.redact import KnownSecrets
+from supervisor.store.notify import TRACE_CHANNEL, ChangeProbe
 
 CHECKPOINT_SCHEMA_VERSION = 1
 PREVIEW_CHARS = 500
@@ -213,6 +214,16 @@ class RunsServiceMixin(LedgerBase):
             total += deleted
             if limit is not None or deleted < step:
                 return total
+
+    def trace_probe(self) -> ChangeProbe:
+        """A dedicated connection that wakes when trace events may have been appended (a live
+        tail waits on it instead of sleeping): SQLite's ``data_version`` polled every 20 ms,
+        PostgreSQL's ``LISTEN`` on the trace channel every append notifies. The caller closes it.
+
+        Raises:
+            LedgerUnavailable: The database cannot be reached.
+        """
+        return self.repository.change_probe(TRACE_CHANNEL)
 
     def trace_events(
         self,

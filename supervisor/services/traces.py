@@ -8,9 +8,11 @@ exponential then binary search over ids) so a ledger with millions of events ope
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import TraceEvent
@@ -19,7 +21,12 @@ from supervisor.services.connection import LedgerConnection
 from supervisor.services.listeners import Listeners
 from supervisor.services.settings import SupervisorSettings
 
+if TYPE_CHECKING:
+    from supervisor.store.notify import ChangeProbe
+
 _BATCH = 2_000
+_MIN_READ_S = 0.05
+"""The tail reads at most this often (20/s) however many appends wake it."""
 MAX_TRACE_CAPACITY = 1_000_000
 """Most events a trace buffer holds, whatever the settings ask for (memory stays bounded)."""
 
@@ -118,15 +125,29 @@ class TracesService:
             self._thread = None
 
     def _run(self) -> None:
+        probe: ChangeProbe | None = None
+
         def read() -> float:
+            nonlocal probe
+            started = time.monotonic()
             batch = self.poll()
-            full = batch is not None and len(batch.events) >= _BATCH
-            return 0.0 if full else min(self.settings.poll_timeout, 0.1)
+            if batch is not None and len(batch.events) >= _BATCH:
+                return 0.0
+            if probe is None:
+                probe = self.ledger.trace_probe()
+            # Wake on the next append (NOTIFY on PostgreSQL, data_version on SQLite), but read
+            # at most every _MIN_READ_S however busy the ledger is, and at least every
+            # poll_timeout in case a wake-up was lost.
+            probe.wait(max(self.settings.poll_timeout, _MIN_READ_S))
+            return max(0.0, _MIN_READ_S - (time.monotonic() - started))
 
         try:
             self.connection.follow("traces", read, self._stop)
         except LedgerError:
             return
+        finally:
+            if probe is not None:
+                probe.close()
 
     def _last_id(self) -> int:
         """The highest trace event id (0 when empty), found with O(log n) indexed reads."""

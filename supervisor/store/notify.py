@@ -22,6 +22,9 @@ from sqlalchemy.engine import Engine
 from supervisor.store.errors import classify_driver_error
 
 CHANNEL = "supervisor_ledger"
+"""Audited writes notify this channel (the payload is the newest audit seq)."""
+TRACE_CHANNEL = "supervisor_trace"
+"""Transactions that append trace events notify this channel (live tails wake on it)."""
 SQLITE_POLL_S = 0.02
 
 
@@ -80,8 +83,9 @@ class SqliteDataVersionProbe:
 class PostgresListenProbe:
     """``LISTEN`` on a dedicated autocommit connection, re-established after a lost one."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, channel: str = CHANNEL) -> None:
         self._dsn = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._channel = channel
         self._lock = threading.Lock()
         self._connection: Any = None
         self._connect()
@@ -92,7 +96,7 @@ class PostgresListenProbe:
         connection = None
         try:
             connection = psycopg.connect(self._dsn, autocommit=True, connect_timeout=10)
-            connection.execute(f"LISTEN {CHANNEL}")
+            connection.execute(f"LISTEN {self._channel}")
         except psycopg.Error as error:
             if connection is not None:
                 connection.close()
@@ -134,8 +138,8 @@ class PostgresListenProbe:
         self._drop()
 
 
-def open_probe(engine: Engine) -> ChangeProbe:
-    """The probe that suits ``engine``'s dialect."""
+def open_probe(engine: Engine, channel: str = CHANNEL) -> ChangeProbe:
+    """The probe that suits ``engine``'s dialect (``channel``: what a PostgreSQL probe hears)."""
     if engine.dialect.name == "postgresql":
-        return PostgresListenProbe(engine)
+        return PostgresListenProbe(engine, channel)
     return SqliteDataVersionProbe(engine)

@@ -44,7 +44,7 @@ from supervisor.store.errors import translate_errors
 from supervisor.store.grants import GrantsMixin
 from supervisor.store.ids import IdsMixin
 from supervisor.store.leases import LeasesMixin
-from supervisor.store.notify import CHANNEL, ChangeProbe, open_probe
+from supervisor.store.notify import CHANNEL, TRACE_CHANNEL, ChangeProbe, open_probe
 from supervisor.store.operators import OperatorsMixin
 from supervisor.store.policy_versions import POLICY_IN_FORCE_COLUMNS, PolicyVersionsMixin
 from supervisor.store.registry import RegistryMixin
@@ -182,6 +182,8 @@ class LedgerTx(
         self.connection = connection
         self.dialect = dialect
         self.last_audit_seq: int | None = None
+        self.traced = False
+        """Trace events were inserted: on PostgreSQL the commit notifies the trace channel."""
         self._session: Session | None = None
         self._tip: tuple[int, str] | None = None
 
@@ -514,8 +516,12 @@ class Repository:
                     tx._close(flush=False)
                     raise
                 tx._close(flush=True)
-                if tx.last_audit_seq is not None and self.dialect == "postgresql":
-                    connection.execute(_NOTIFY, {"channel": CHANNEL, "seq": str(tx.last_audit_seq)})
+                if self.dialect == "postgresql":
+                    if tx.last_audit_seq is not None:
+                        seq = str(tx.last_audit_seq)
+                        connection.execute(_NOTIFY, {"channel": CHANNEL, "seq": seq})
+                    if tx.traced:
+                        connection.execute(_NOTIFY, {"channel": TRACE_CHANNEL, "seq": ""})
 
     @contextmanager
     def read(self, *, snapshot: bool = False) -> Iterator[LedgerTx]:
@@ -535,7 +541,13 @@ class Repository:
                 finally:
                     tx._close(flush=False)
 
-    def change_probe(self) -> ChangeProbe:
-        """A dedicated connection that tells when other connections committed."""
+    def change_probe(self, channel: str = CHANNEL) -> ChangeProbe:
+        """A dedicated connection that tells when other connections committed.
+
+        Args:
+            channel: On PostgreSQL, what to listen for: audited writes (:data:`CHANNEL`, the
+                default) or trace appends (:data:`TRACE_CHANNEL`). SQLite's probe sees every
+                commit either way.
+        """
         with translate_errors():
-            return open_probe(self.engine)
+            return open_probe(self.engine, channel)

@@ -38,6 +38,7 @@ class RunsMixin(LimitsMixin):
 
     session: Session
     dialect: str
+    traced: bool
 
     if TYPE_CHECKING:
 
@@ -72,6 +73,7 @@ class RunsMixin(LimitsMixin):
             return
         rows = [trace_to_values(event) for event in events]
         self._execute(_INSERT_TRACE, rows)
+        self.traced = True
 
     def trace_events(
         self,
