@@ -203,6 +203,10 @@ class LedgerTx(
             finally:
                 session.close()
 
+    def _sa_connection(self) -> sa.Connection:
+        """The connection this transaction runs on (the ORM session's, once one is open)."""
+        return self._session.connection() if self._session is not None else self.connection
+
     def _execute(self, statement: Any, params: Any = None) -> sa.CursorResult[Any]:
         if self._session is not None:
             return cast(sa.CursorResult[Any], self._session.connection().execute(statement, params))

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlmodel import SQLModel
 
 from supervisor.ledger.webhook_models import Webhook, WebhookDelivery, WebhookSecret
@@ -121,7 +121,9 @@ class WebhooksMixin:
             "created_at": delivery.created_at, "updated_at": delivery.updated_at,
             "next_attempt_at": delivery.next_attempt_at,
         }  # fmt: skip
-        insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
+        insert: Any = sqlite.insert
+        if self.dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert  # only PostgreSQL ledgers pay for it
         statement = insert(_DELIVERY).values(**values).on_conflict_do_nothing(index_elements=_KEY)
         return self._execute(statement).rowcount == 1
 

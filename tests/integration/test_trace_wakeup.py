@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
+from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import TraceEvent
 from supervisor.store.provider import SQLModelProvider
+from supervisor.store.runs import COPY_FROM
 
 WAIT_S = 5.0
 
@@ -45,3 +49,30 @@ def test_on_postgresql_only_trace_appends_notify_the_trace_channel(postgres_url:
             assert probe.wait(WAIT_S) is True
         finally:
             probe.close()
+
+
+@pytest.mark.postgres
+def test_a_large_batch_on_postgresql_is_stored_exactly_and_a_bad_one_leaves_nothing(
+    postgres_url: str,
+) -> None:
+    """Batches of COPY_FROM events or more take PostgreSQL's COPY path: the same rows come back
+    as the single-row path stores them, and a value the column refuses is the same typed
+    error, with nothing of the batch written."""
+    batch = [
+        event(n).model_copy(update={"payload": {"n": n, "text": "tab\there\nnewline \\ é"}})
+        for n in range(COPY_FROM * 3)
+    ]
+    with SQLModelProvider(postgres_url) as provider:
+        provider.ledger.append_trace(batch[:1])  # executemany path
+        provider.ledger.append_trace(batch)  # COPY path
+        stored = provider.ledger.trace_events(limit=1000)
+        assert [e.payload for e in stored[1:]] == [e.payload for e in batch]
+        assert [e.at for e in stored[1:]] == [e.at for e in batch]
+        assert stored[0].model_dump(exclude={"event_id"}) == stored[1].model_dump(
+            exclude={"event_id"}
+        )
+        too_long = [*batch, event(0).model_copy(update={"tool": "t" * 300})]
+        with pytest.raises(LedgerError) as raised:
+            provider.ledger.append_trace(too_long)
+        assert raised.value.code == "ledger_value_rejected"
+        assert len(provider.ledger.trace_events(limit=1000)) == len(batch) + 1
