@@ -1,0 +1,345 @@
+"""Team scale on PostgreSQL: 16 processes share one ledger (issue 17, goal 5).
+
+Roles, each a real process on one PostgreSQL server (a throwaway durable cluster from
+``tests/support/postgres.py``, fsync and synchronous_commit on, or ``--pg-url``):
+
+* 12 **agents** propose at a paced aggregate ``--rate`` (proposals/s). Each follows the ledger's
+  change feed (``wait_for_change``: LISTEN/NOTIFY) and, when one of its proposals is approved,
+  claims it (``claim`` with the approved arguments' hash) and completes it.
+* 2 **approvers** follow the feed and approve what is proposed, as two operators would. Each
+  takes its half of the proposals, and both go for every tenth one (a decided race: one
+  wins, the other gets ``approval_already_decided``).
+* 2 **racers** stand for a second executor of the same work (a restarted agent, a duplicate
+  worker): they try to claim every tenth approved proposal as soon as they see it, racing the
+  owning agent. Exactly one claim may win; the loser gets a typed refusal.
+
+Afterwards the database is read directly: no proposal may have two executions, every approved
+proposal must have been executed, and the counts must add up. Meanwhile this process runs the
+real supervisor TUI headless against the same ledger and times a key press until the screen
+has processed it and is idle again (``pilot.press`` + ``pilot.pause``), against the same on the
+idle ledger before the load. The peer, measured in the same run on the same server before the
+load: the same four steps' row writes as bare ``psycopg`` SQL (``bench_ledger.py``'s peer), one
+commit per step, in one process.
+
+    .venv/bin/python bench/bench_team.py                 # 5 minutes at 200 proposals/s
+    .venv/bin/python bench/bench_team.py --quick         # 15 s, for ``make bench``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+import zlib
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+
+AGENTS, APPROVERS, RACERS = 12, 2, 2
+
+
+def _pct(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def _bucket(proposal_id: str, modulo: int) -> int:
+    return zlib.crc32(proposal_id.encode()) % modulo
+
+
+def _timed(samples: dict[str, list[float]], name: str, started: float) -> None:
+    samples.setdefault(name, []).append((time.perf_counter() - started) * 1000)
+
+
+def role(kind: str, index: int, url: str, rate: float, start_at: float, seconds: float) -> None:
+    """One process of the team; prints its samples and counters as JSON when done."""
+    from supervisor.ledger.errors import LedgerBusy, LedgerError, LedgerUnavailable
+    from supervisor.store.provider import SQLModelProvider
+
+    provider = SQLModelProvider(url)
+    ledger = provider.ledger
+    cursor = ledger.head()
+    samples: dict[str, list[float]] = {}
+    counts: dict[str, int] = {}
+    mine: dict[str, str] = {}  # agent: proposal id -> args hash
+    name = f"{kind}-{index}"
+
+    def count(key: str) -> None:
+        counts[key] = counts.get(key, 0) + 1
+
+    def execute(proposal_id: str, args_hash: str, approved_at: datetime) -> None:
+        started = time.perf_counter()
+        try:
+            ledger.claim(proposal_id, args_hash, executor=name)
+        except (LedgerBusy, LedgerUnavailable):
+            count("claim_transient")
+            raise
+        except LedgerError as error:
+            _timed(samples, "claim_refused", started)
+            count(f"claim_refused:{error.code}")
+            return
+        _timed(samples, "claim", started)
+        samples.setdefault("approved_to_claimed", []).append(
+            (datetime.now(UTC) - approved_at).total_seconds() * 1000
+        )
+        count("claimed")
+        started = time.perf_counter()
+        ledger.complete(proposal_id, "success", executor=name)
+        _timed(samples, "complete", started)
+
+    interval = AGENTS / rate if kind == "agent" else 0.0
+    time.sleep(max(0.0, start_at - time.time()))
+    began = time.monotonic()
+    next_at = began + (index / AGENTS) * interval if kind == "agent" else float("inf")
+    stop_proposing = began + seconds
+    drain_until = stop_proposing + 10.0
+    n = 0
+    while True:
+        now = time.monotonic()
+        if now >= drain_until or (kind == "agent" and now >= stop_proposing and not mine):
+            break
+        if kind != "agent" and now >= stop_proposing + 5.0:
+            break
+        if kind == "agent" and now < stop_proposing and now >= next_at:
+            started = time.perf_counter()
+            proposal = ledger.propose(
+                "create_customer", "schema-v1",
+                {"name": f"customer {index}-{n}", "email": f"c{index}-{n}@example.com"},
+                owner=name, thread_id=f"{name}-thread", policy_reason="creates a customer",
+                domains=("crm",),
+            )  # fmt: skip
+            _timed(samples, "propose", started)
+            mine[proposal.proposal_id] = proposal.args_hash
+            n += 1
+            next_at += interval
+            if next_at < now:  # fell behind: count it, do not burst to catch up
+                count("behind")
+                next_at = now + interval
+            continue
+        wait = min(0.05, max(0.0, next_at - time.monotonic()))
+        for record in ledger.wait_for_change(cursor, timeout=wait):
+            cursor = record.seq
+            subject = record.subject
+            if kind == "approver" and record.action == "propose":
+                if _bucket(subject, APPROVERS) != index and _bucket(subject, 10) != 0:
+                    continue
+                started = time.perf_counter()
+                try:
+                    ledger.approve(subject, f"op-{index}@example.com", "ok")
+                except LedgerError as error:
+                    _timed(samples, "approve_refused", started)
+                    count(f"approve_refused:{error.code}")
+                    continue
+                _timed(samples, "approve", started)
+                count("approved")
+            elif kind == "agent" and record.action == "approve" and subject in mine:
+                execute(subject, mine.pop(subject), record.at)
+            elif kind == "racer" and record.action == "approve" and _bucket(subject, 10) == 0:
+                proposal = ledger.get(subject)
+                execute(subject, proposal.args_hash, record.at)
+    provider.close()
+    print(json.dumps({"role": name, "samples": samples, "counts": counts, "proposed": n}))
+
+
+def peer_steps(url: str, cycles: int) -> dict[str, list[float]]:
+    """The cycle's row writes as bare psycopg SQL, one commit per step, timed per step."""
+    from bench_ledger import _PEER_STEPS, Target, _peer_params, bare_connect
+
+    connection = bare_connect(Target("peer", url))
+    steps = [[sql.format(p="%s") for sql in step] for step in _PEER_STEPS]
+    names = ("propose", "approve", "claim", "complete")
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(cycles):
+        now = datetime.now(UTC)
+        params = _peer_params(uuid.uuid4().hex, now, now + timedelta(days=1))
+        for name, statements, values in zip(names, steps, params, strict=True):
+            started = time.perf_counter()
+            with connection.transaction():
+                for statement, row in zip(statements, values, strict=True):
+                    assert connection.execute(statement, row).rowcount == 1
+            _timed(samples, name, started)
+    connection.close()
+    return samples
+
+
+async def tui_probe(url: str, seconds: float) -> list[float]:
+    """Key press -> processed and idle, every 0.25 s for ``seconds``, in the real TUI."""
+    from screens.app import make_app
+    from screens.main_screen import MainScreen
+    from supervisor.services.settings import SupervisorSettings
+
+    latencies: list[float] = []
+    app = make_app(SupervisorSettings(db_url=url))
+    async with app.run_test(size=(160, 50)) as pilot:
+        deadline = time.monotonic() + 60
+        while not isinstance(app.screen, MainScreen) and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        end = time.monotonic() + seconds
+        keys = ("down", "down", "up", "up")
+        i = 0
+        while time.monotonic() < end:
+            started = time.perf_counter()
+            await pilot.press(keys[i % len(keys)])
+            await pilot.pause()
+            latencies.append((time.perf_counter() - started) * 1000)
+            i += 1
+            await asyncio.sleep(0.25)
+    return latencies
+
+
+def verify(url: str) -> dict[str, Any]:
+    """Read the outcome straight from the database."""
+    import psycopg
+
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
+        statuses: dict[str, int] = dict(
+            connection.execute("SELECT status, count(*) FROM proposal GROUP BY status").fetchall()
+        )
+        doubles = connection.execute(
+            "SELECT count(*) FROM (SELECT proposal_id FROM execution GROUP BY proposal_id"
+            " HAVING count(*) > 1) AS d"
+        ).fetchone()
+        executions = connection.execute("SELECT count(*) FROM execution").fetchone()
+    return {
+        "statuses": statuses,
+        "double_executions": int(doubles[0]) if doubles else -1,
+        "executions": int(executions[0]) if executions else -1,
+    }
+
+
+@contextlib.contextmanager
+def postgres(pg_url: str | None) -> Iterator[Any]:
+    sys.path.insert(0, str(REPO / "tests"))
+    from support.postgres import PostgresCluster
+
+    cluster = PostgresCluster(server_url=pg_url, fast=False, settings={"max_connections": "200"})
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def summarise(label: str, samples: list[float]) -> str:
+    return (
+        f"| {label} | {len(samples):,} | {statistics.median(samples):.2f} | "
+        f"{_pct(samples, 0.95):.2f} | {_pct(samples, 0.99):.2f} |"
+        if samples
+        else f"| {label} | 0 | | | |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rate", type=float, default=200.0, help="proposals/s, all agents")
+    parser.add_argument("--seconds", type=float, default=300.0)
+    parser.add_argument("--quick", action="store_true", help="15 s")
+    parser.add_argument("--pg-url")
+    parser.add_argument("--no-tui", action="store_true")
+    parser.add_argument("--role", nargs=6, help="internal")
+    options = parser.parse_args()
+    if options.role:
+        kind, index, url, rate, start_at, seconds = options.role
+        role(kind, int(index), url, float(rate), float(start_at), float(seconds))
+        return
+    if options.quick:
+        options.seconds = 15.0
+    with postgres(options.pg_url) as cluster:
+        url = cluster.create_database(f"team_{os.getpid()}")
+        from supervisor.store.provider import SQLModelProvider
+
+        def migrated(target: str) -> str:
+            provider = SQLModelProvider(target)
+            provider.ledger  # noqa: B018 - brings the schema current
+            provider.close()
+            return target
+
+        migrated(url)
+        peer_url = cluster.create_database(f"team_peer_{os.getpid()}")
+        migrated(peer_url)  # the same schema, made by our migrations
+        peer = peer_steps(peer_url, 300)
+        idle_tui = [] if options.no_tui else asyncio.run(tui_probe(url, 5.0))
+        start_at = time.time() + 3.0
+        layout = (
+            [("agent", i) for i in range(AGENTS)]
+            + [("approver", i) for i in range(APPROVERS)]
+            + [("racer", i) for i in range(RACERS)]
+        )
+        children = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    "--role",
+                    kind,
+                    str(i),
+                    url,
+                    str(options.rate),
+                    repr(start_at),
+                    str(options.seconds),
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for kind, i in layout
+        ]
+        load: list[float] = []
+        if not options.no_tui:
+            time.sleep(max(0.0, start_at - time.time() + 2.0))
+            load = asyncio.run(tui_probe(url, max(1.0, options.seconds - 4.0)))
+        reports = []
+        for child in children:
+            output, _ = child.communicate()
+            if child.returncode != 0:
+                raise SystemExit(f"a team process failed ({child.returncode})")
+            reports.append(json.loads(output))
+        outcome = verify(url)
+    merged: dict[str, list[float]] = {}
+    counts: dict[str, int] = {}
+    for report in reports:
+        for key, values in report["samples"].items():
+            merged.setdefault(key, []).extend(values)
+        for key, value in report["counts"].items():
+            counts[key] = counts.get(key, 0) + value
+    proposed = sum(report["proposed"] for report in reports)
+    print(
+        f"{len(layout)} processes, {options.seconds:.0f} s at {options.rate:.0f} proposals/s asked"
+    )
+    print(f"proposed {proposed:,} ({proposed / options.seconds:.1f}/s), counts {counts}")
+    print(f"database: {outcome}")
+    print()
+    print("| step | n | p50 ms | p95 ms | p99 ms |")
+    print("|---|---:|---:|---:|---:|")
+    for key in ("propose", "approve", "claim", "complete", "approved_to_claimed",
+                "claim_refused", "approve_refused"):  # fmt: skip
+        print(summarise(f"ours under load: {key}", merged.get(key, [])))
+    for key, values in peer.items():
+        print(summarise(f"peer, bare psycopg, idle: {key}", values))
+    if not options.no_tui:
+        print(summarise("TUI key -> idle, idle ledger", idle_tui))
+        print(summarise("TUI key -> idle, under the team load", load))
+    claim = merged.get("claim", [])
+    if claim and peer["claim"]:
+        print()
+        print(
+            f"claim p95 under load {_pct(claim, 0.95):.2f} ms = "
+            f"{_pct(claim, 0.95) / _pct(peer['claim'], 0.95):.2f}x the bare idle claim p95; "
+            f"double executions: {outcome['double_executions']}"
+        )
+
+
+if __name__ == "__main__":
+    main()
