@@ -87,11 +87,17 @@ class SupervisorApp(App[None]):
         self.first_screen = first_screen
         self.services = tuple(services)
         self.cleanups = tuple(cleanups)
+        self.after_first_frame: Callable[[], None] | None = None
+        """Called once the first frame is on screen (``supervisor demo`` starts its agents)."""
 
     def on_mount(self) -> None:
         self.push_screen(self.first_screen)
         for service in self.services:
             service.start()
+
+    def on_ready(self) -> None:
+        if self.after_first_frame is not None:
+            self.after_first_frame()
 
     def on_unmount(self) -> None:
         for service in self.services:

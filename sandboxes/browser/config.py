@@ -57,6 +57,9 @@ CHROMIUM_ARGS = (
 
 SENSITIVE_DATA_ENV = "SUPERVISOR_BROWSER_SENSITIVE_DATA"
 """Environment variable that carries a task's ``sensitive_data`` (JSON) to its worker only."""
+PARENT_ENV = "SUPERVISOR_BROWSER_PARENT"
+"""The pid of the process that started a worker: the worker stops (as on SIGTERM) once that
+process is gone, so a killed supervisor never leaves a browser running."""
 
 SensitiveData = dict[str, str | dict[str, str]]
 """browser-use's form: placeholder -> value, or domain pattern -> {placeholder: value}."""

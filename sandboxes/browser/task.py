@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sandboxes.browser.config import (
+    PARENT_ENV,
     SENSITIVE_DATA_ENV,
     BrowserRunResult,
     BrowserWorkerConfig,
@@ -175,6 +176,7 @@ class BrowserTask:
         if self._api_key:
             child_env["OPENAI_API_KEY"] = self._api_key
         child_env.pop(SENSITIVE_DATA_ENV, None)
+        child_env[PARENT_ENV] = str(os.getpid())  # the worker stops once this process is gone
         if self._sensitive_data:
             child_env[SENSITIVE_DATA_ENV] = json.dumps(self._sensitive_data)
         process = subprocess.Popen(

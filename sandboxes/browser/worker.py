@@ -24,6 +24,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -35,6 +36,7 @@ from pydantic import TypeAdapter
 from sandboxes.browser.config import (
     CHROMIUM_ARGS,
     DENIED_EXIT_CODE,
+    PARENT_ENV,
     QUIET_ENV,
     SENSITIVE_DATA_ENV,
     BrowserRunResult,
@@ -313,6 +315,14 @@ def _redacted(result: BrowserRunResult, secrets: KnownSecrets) -> BrowserRunResu
     )
 
 
+def _stop_with_parent(parent: int) -> None:
+    """SIGTERM this worker once ``parent`` (the process that started it) is gone: nobody is
+    left to stop it, and its pending proposals would wait for decisions that cannot run."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def _run_until_signalled(
     config: BrowserWorkerConfig, gate: ApprovalGate, workdir: Path
 ) -> BrowserRunResult:
@@ -322,6 +332,12 @@ def _run_until_signalled(
         if task is not None and threading.current_thread() is threading.main_thread():
             loop.add_signal_handler(signal.SIGTERM, task.cancel)
             loop.add_signal_handler(signal.SIGINT, task.cancel)
+            parent = os.environ.get(PARENT_ENV, "")
+            if parent.isdigit():  # started by a BrowserTask (gone already: stop at once)
+                threading.Thread(
+                    target=_stop_with_parent, args=(int(parent),), name="worker-parent",
+                    daemon=True,
+                ).start()  # fmt: skip
         return await run_agent(config, gate, workdir)
 
     return asyncio.run(main())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 import click
@@ -70,13 +70,20 @@ def preload_tui() -> None:
         import screens.app  # noqa: F401 - imported for its side effect: loaded modules
 
 
-def open_tui(db_url: str | None = None, *, notify: str | None = None) -> None:
+def open_tui(
+    db_url: str | None = None,
+    *,
+    notify: str | None = None,
+    after_first_frame: Callable[[], None] | None = None,
+) -> None:
     """Run the supervisor on the ledger at ``db_url`` (default ledger when ``None``).
 
     Args:
         db_url: Ledger URL or SQLite path.
         notify: Notification channels (``bell,osc,desktop`` or ``none``); ``None`` reads
             ``SUPERVISOR_NOTIFY``, else all.
+        after_first_frame: Called on the app's thread once the first frame is on screen (the
+            demo starts its agents then); it must return quickly.
     """
     import os
 
@@ -90,6 +97,7 @@ def open_tui(db_url: str | None = None, *, notify: str | None = None) -> None:
             notify if notify is not None else os.environ.get("SUPERVISOR_NOTIFY")
         )
         app = make_app(SupervisorSettings(db_url=ledger_url(db_url), notify=channels))
+        app.after_first_frame = after_first_frame
     run_app(app)
 
 

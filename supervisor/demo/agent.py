@@ -14,11 +14,14 @@ module is on every resume allowlist: it ships with the package).
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
+import time
 import uuid
 
 from sandboxes import run_code
-from supervisor.demo.model import APPROVAL_TTL_ENV, SCENARIOS
+from supervisor.demo.model import APPROVAL_TTL_ENV, DEMO_PARENT_ENV, SCENARIOS
 from supervisor.demo.tools import (
     create_customer,
     export_stock_report,
@@ -94,6 +97,14 @@ def make_fallback() -> MemAgent:
     return build("fallback")
 
 
+def _stop_with_parent(parent: int) -> None:
+    """SIGTERM this process once ``parent`` is no longer its parent (the demo was killed
+    without stopping its agents, e.g. SIGKILL): the run stops as if the demo had quit."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main(scenario: str, log_path: str | None = None) -> int:
     """Run one scenario to completion (waiting for decisions as needed); returns an exit code.
 
@@ -101,6 +112,11 @@ def main(scenario: str, log_path: str | None = None) -> int:
     the next demo shows its undecided proposals as orphans straight away.
     """
     query, _ = SCENARIOS[scenario]
+    parent = os.environ.get(DEMO_PARENT_ENV, "")
+    if parent.isdigit():  # started by the demo (gone already: stop at once)
+        threading.Thread(
+            target=_stop_with_parent, args=(int(parent),), name="demo-parent", daemon=True
+        ).start()
     agent = build(scenario)
     process = register_process(
         agent.ledger, f"supervisor.demo.agent {scenario}", f"demo-{scenario}-{os.getpid()}",

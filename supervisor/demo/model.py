@@ -9,6 +9,8 @@ from supervisor.testing import CallTools, RecordedRequest, Reply, ToolCall, Turn
 #: scenario -> (user request, tool call the model makes)
 #: How long the demo agents' proposals stay decidable (``supervisor demo --approval-ttl``).
 APPROVAL_TTL_ENV = "SUPERVISOR_DEMO_APPROVAL_TTL"
+DEMO_PARENT_ENV = "SUPERVISOR_DEMO_PARENT"
+"""The pid of the demo that started an agent: the agent stops once that process is gone."""
 
 SCENARIOS: dict[str, tuple[str, ToolCall]] = {
     "inventory": (

@@ -14,13 +14,15 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 import platformdirs
 
-from supervisor.demo.model import APPROVAL_TTL_ENV, SCENARIOS, demo_turn
+from supervisor.demo.model import APPROVAL_TTL_ENV, DEMO_PARENT_ENV, SCENARIOS, demo_turn
 from supervisor.errors import SupervisorError
 from supervisor.ledger.models import ApproverContext
 from supervisor.services.process_control import ProcessControl
@@ -117,6 +119,21 @@ def _in_background(pid: int) -> None:
         os.setpriority(os.PRIO_PROCESS, pid, BACKGROUND_NICENESS)
 
 
+class TuiOpener(Protocol):
+    """Runs the TUI on a ledger until it is closed (:func:`supervisor.cli.tui.open_tui`)."""
+
+    def __call__(self, db_url: str, *, after_first_frame: Callable[[], None] | None = ...) -> None:
+        """``after_first_frame`` is called once the first frame is on screen."""
+
+
+def _signal_all(processes: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM every running agent's process group, without waiting."""
+    for process in processes:
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+
+
 def _stop(processes: list[subprocess.Popen[bytes]], grace: float = 3.0) -> None:
     for process in processes:
         if process.poll() is None:
@@ -182,7 +199,7 @@ def run_demo(
     tui: bool,
     auto_approve: bool,
     echo: Echo,
-    open_tui: Callable[[str], None] | None = None,
+    open_tui: TuiOpener | None = None,
     approval_ttl: int | None = None,
 ) -> int:
     """Start the model and the agents, then open the TUI or follow along headless.
@@ -202,38 +219,66 @@ def run_demo(
     if approval_ttl is not None:
         env[APPROVAL_TTL_ENV] = str(approval_ttl)
     processes: list[subprocess.Popen[bytes]] = []
-    browser: _BrowserAgent | None = None
+    browsers: list[_BrowserAgent] = []
+    stopping = threading.Event()
+    started = threading.Lock()  # held while agents are being started; stopping waits for it
+    later: list[str] = []  # what the start-up says while the TUI owns the terminal
+
+    def start_agents(say: Echo) -> None:
+        """Start the scenario agents and the browser worker (in TUI mode: after the first
+        frame is on screen, from a thread, so the terminal draws before they compete)."""
+        with started:
+            for scenario in SCENARIOS:
+                if stopping.is_set():
+                    return
+                # In TUI mode the agents log to files (the app owns the terminal).
+                log = home / "logs" / f"{scenario}.log"
+                output = open(log, "ab") if tui else None
+                argv = [sys.executable, "-m", "supervisor.demo.agent", scenario]
+                processes.append(
+                    subprocess.Popen(
+                        [*argv, str(log)] if tui else argv,
+                        env=env,
+                        stdout=output,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+                if tui:
+                    _in_background(processes[-1].pid)
+            if stopping.is_set():
+                return
+            browser = _browser_agent(url, say)
+            if browser is not None:
+                browsers.append(browser)
+                if tui:
+                    _in_background(browser.handle.pid)
+
+    env[DEMO_PARENT_ENV] = str(os.getpid())
     # Closing the terminal (SIGHUP) or a plain kill (SIGTERM) ends the demo like quitting it
     # does: the agents and the browser worker lead their own sessions and would outlive us.
     previous = {signum: signal.signal(signum, _exit_on_signal) for signum in _STOP_SIGNALS}
     try:
-        for scenario in SCENARIOS:
-            # In TUI mode the agents log to files (the app owns the terminal).
-            log = home / "logs" / f"{scenario}.log"
-            output = open(log, "ab") if tui else None
-            argv = [sys.executable, "-m", "supervisor.demo.agent", scenario]
-            processes.append(
-                subprocess.Popen(
-                    [*argv, str(log)] if tui else argv,
-                    env=env,
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            )
-            if tui:
-                _in_background(processes[-1].pid)
         echo(f"Demo ledger: {url}")
         echo(f"Agent logs:  {home / 'logs'}")
-        browser = _browser_agent(url, echo)
-        if browser is not None and tui:
-            _in_background(browser.handle.pid)
         # Resumes of earlier demos' orphans (spawned by the TUI or below) need the model too.
         os.environ.update(model.env())
         control = ProcessControl(provider.ledger, url, logs=home / "logs")
         if tui and open_tui is not None:
-            open_tui(url)
+
+            def after_first_frame() -> None:
+                threading.Thread(
+                    target=start_agents, args=(later.append,), name="demo-start", daemon=True
+                ).start()
+
+            try:
+                open_tui(url, after_first_frame=after_first_frame)
+            finally:
+                for line in later:
+                    echo(line)
             return 0
+        start_agents(echo)
+        browser = browsers[0] if browsers else None
         try:
             return _follow(provider, processes, browser, auto_approve, url, echo, control)
         finally:
@@ -244,9 +289,12 @@ def run_demo(
     finally:
         for signum in _STOP_SIGNALS:  # a second signal must not cut the stopping short
             signal.signal(signum, signal.SIG_IGN)
+        stopping.set()
+        with started:  # an agent being started now is in the list once this is taken
+            _signal_all(processes)  # they stop while the browser worker does
         try:
-            if browser is not None:
-                browser.finish()
+            for browser_agent in browsers:
+                browser_agent.finish()
         finally:
             _stop(processes)
             model.stop()

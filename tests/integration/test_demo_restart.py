@@ -76,3 +76,63 @@ def test_a_restarted_demo_shows_the_earlier_runs_proposals_as_orphans_and_resume
     assert sorted((p.status, p.exit_code) for p in resumes) == [("exited", 0), ("exited", 0)]
     logs = "".join(path.read_text() for path in (home / "logs").glob("resume-*.log"))
     assert logs.count("[resume] completed: Done:") == 2
+
+
+def _children_of(parent: int) -> dict[int, str]:
+    """Processes the demo ``parent`` started, found by the parent pid in their environment
+    (they lead their own sessions, so they are not in its process group)."""
+    found: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        marks = {f"SUPERVISOR_DEMO_PARENT={parent}", f"SUPERVISOR_BROWSER_PARENT={parent}"}
+        if any(item.decode(errors="replace") in marks for item in environ):
+            found[int(entry.name)] = cmdline
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_demo_killed_with_sigkill_leaves_no_agent_or_browser_worker_running(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "demo"
+    url = f"sqlite:///{home / 'ledger.db'}"
+    assert SUPERVISOR is not None
+    demo = subprocess.Popen(
+        [SUPERVISOR, "demo", "--no-tui", "--home", str(home)], cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=dict(os.environ),
+    )  # fmt: skip
+    children: dict[int, str] = {}
+    try:
+        deadline = time.monotonic() + 180
+        while not set(WAITING) <= _waiting_tools(url):
+            assert time.monotonic() < deadline, "the demo's agents never waited"
+            assert demo.poll() is None
+            time.sleep(0.2)
+        children = _children_of(demo.pid)
+        assert sum("supervisor.demo.agent" in line for line in children.values()) >= 2
+        demo.kill()  # SIGKILL: the demo cannot stop anything itself
+        demo.wait(timeout=30)
+        deadline = time.monotonic() + 60
+        while any(_running(pid) for pid in children):
+            left = {pid: children[pid] for pid in children if _running(pid)}
+            assert time.monotonic() < deadline, f"still running after the demo died: {left}"
+            time.sleep(0.2)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+        for pid in children:
+            if _running(pid):
+                os.killpg(pid, signal.SIGKILL)
