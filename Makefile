@@ -37,9 +37,13 @@ test:
 
 check: format-check lint types contracts test
 
+# The quick set (about 2 minutes); bench/RESULTS.md gives each full command, and the MemoRizz
+# peers' venv (bench_seed_peer.py, bench_memorizz_peer.py).
 bench:
 	$(PY) bench/bench_dispatch.py
 	$(PY) bench/bench_runtime.py --rounds 5 --decisions 0
+	$(PY) bench/bench_ingest.py --quick
+	$(PY) bench/bench_team.py --quick --no-tui
 
 clean:
 	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache build dist
