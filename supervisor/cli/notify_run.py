@@ -2,12 +2,38 @@
 
 from __future__ import annotations
 
+import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 
 from supervisor.cli.output import echo_line
 from supervisor.cli.proposals import open_ledger
 from supervisor.ledger.errors import LedgerError
 from supervisor.services.webhooks import AttemptReport, RetryPolicy, WebhookSender
+
+
+class _Interrupt:
+    """Ctrl-C that never cuts a ledger transaction short: between waits it is only noted (the
+    current pass finishes and commits), while waiting it ends the wait at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.waiting = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.requested = True
+        if self.waiting:
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        previous = signal.signal(signal.SIGINT, self)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
 
 def attempt_line(report: AttemptReport) -> str:
@@ -46,14 +72,23 @@ def run_sender(
                 sender.deliver_due()
                 return
             probe = ledger.repository.change_probe()
+            interrupt = _Interrupt()
             try:
-                while True:
-                    try:
-                        sender.deliver_due()
-                        probe.wait(poll)
-                    except LedgerError as error:  # keep going: the ledger may come back
-                        echo_line(f"error [{error.code}]: {error.message}", err=True)
-                        time.sleep(poll)
+                with interrupt.installed():
+                    while not interrupt.requested:
+                        try:
+                            sender.deliver_due()
+                            if interrupt.requested:
+                                break
+                            interrupt.waiting = True
+                            probe.wait(poll)
+                        except LedgerError as error:  # keep going: the ledger may come back
+                            echo_line(f"error [{error.code}]: {error.message}", err=True)
+                            interrupt.waiting = True
+                            time.sleep(poll)
+                        finally:
+                            interrupt.waiting = False
+                echo_line("Stopped.")
             except KeyboardInterrupt:
                 echo_line("Stopped.")
             finally:
