@@ -16,6 +16,7 @@ from supervisor.ledger.errors import BlobCorrupted, LedgerError
 from supervisor.ledger.models import Blob, Checkpoint, TraceEvent
 from supervisor.ledger.retention import TraceRetention
 from supervisor.redact import KnownSecrets
+from supervisor.store.repository import LedgerTx
 
 CHECKPOINT_SCHEMA_VERSION = 1
 PREVIEW_CHARS = 500
@@ -239,15 +240,26 @@ class RunsServiceMixin(LedgerBase):
         Returns:
             The blob's metadata (without content).
         """
-        digest = sha256_hex(content)
-        kind = blob_media_type(content, media_type)
-        blob = Blob(
-            sha256=digest, size=len(content), media_type=kind, preview=blob_preview(content)
-        )
+        blob = self.blob_of(content, media_type)
         with self.repository.write(audited=False) as tx:
-            if not tx.has_blob(digest):
-                tx.insert_blob(blob.model_copy(update={"content": content}), self._now())
-        return blob
+            self._put_blob_in(tx, blob)
+        return blob.model_copy(update={"content": None})
+
+    @staticmethod
+    def blob_of(content: bytes, media_type: str = "application/octet-stream") -> Blob:
+        """The blob ``content`` makes (digest, size, media type, preview and the content),
+        stored by nothing yet: hand it to :meth:`put_blob`'s in-transaction form, as
+        ``complete(..., blob=...)`` does."""
+        return Blob(
+            sha256=sha256_hex(content), size=len(content),
+            media_type=blob_media_type(content, media_type), preview=blob_preview(content),
+            content=content,
+        )  # fmt: skip
+
+    def _put_blob_in(self, tx: LedgerTx, blob: Blob) -> None:
+        """Store ``blob`` (with its content) in ``tx`` unless its digest is stored already."""
+        if not tx.has_blob(blob.sha256):
+            tx.insert_blob(blob, self._now())
 
     def get_blob(self, digest: str) -> Blob | None:
         """A blob with its content, after checking the content still hashes to ``digest``.

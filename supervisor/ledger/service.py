@@ -34,6 +34,7 @@ from supervisor.ledger.leases import LeaseServiceMixin
 from supervisor.ledger.models import (
     SDK_RUNTIME,
     ApproverContext,
+    Checkpoint,
     Proposal,
     ProposalPage,
     ProposalStatus,
@@ -244,6 +245,18 @@ class ApprovalLedger(
         """
         with self.repository.read() as tx:
             return self._load(tx, proposal_id)
+
+    def get_with_checkpoint(self, proposal_id: str) -> tuple[Proposal, Checkpoint | None]:
+        """One proposal and the checkpoint it resumes from (``None`` if it names none or that
+        checkpoint is gone), in one read: what a resume starts from.
+
+        Raises:
+            ProposalNotFound: No proposal has that id.
+        """
+        with self.repository.read() as tx:
+            proposal = self._load(tx, proposal_id)
+            checkpoint = tx.checkpoint(proposal.checkpoint_id) if proposal.checkpoint_id else None
+        return proposal, checkpoint
 
     def list(
         self,
