@@ -226,8 +226,8 @@ class ExecutionMixin(LedgerBase):
                     "reason": reason, "args_hash": execution.args_hash,
                 },
             )  # fmt: skip
-            if blob is not None and not tx.has_blob(blob.sha256):
-                tx.insert_blob(blob, now)
+            if blob is not None:
+                tx.insert_blob(blob, now)  # a digest already stored is left as it is
             tx.insert_trace_events(batch)
         self._traced(len(batch))
         return finished

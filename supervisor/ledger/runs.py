@@ -16,7 +16,6 @@ from supervisor.ledger.errors import BlobCorrupted, LedgerError
 from supervisor.ledger.models import Blob, Checkpoint, TraceEvent
 from supervisor.ledger.retention import TraceRetention
 from supervisor.redact import KnownSecrets
-from supervisor.store.repository import LedgerTx
 
 CHECKPOINT_SCHEMA_VERSION = 1
 PREVIEW_CHARS = 500
@@ -242,24 +241,19 @@ class RunsServiceMixin(LedgerBase):
         """
         blob = self.blob_of(content, media_type)
         with self.repository.write(audited=False) as tx:
-            self._put_blob_in(tx, blob)
+            tx.insert_blob(blob, self._now())  # a digest already stored is left as it is
         return blob.model_copy(update={"content": None})
 
     @staticmethod
     def blob_of(content: bytes, media_type: str = "application/octet-stream") -> Blob:
-        """The blob ``content`` makes (digest, size, media type, preview and the content),
-        stored by nothing yet: hand it to :meth:`put_blob`'s in-transaction form, as
-        ``complete(..., blob=...)`` does."""
+        """The blob ``content`` makes (digest, size, media type, preview and the content), not
+        stored yet: ``complete(..., blob=...)`` and ``fail(..., blob=...)`` store it with the
+        outcome that points at it."""
         return Blob(
             sha256=sha256_hex(content), size=len(content),
             media_type=blob_media_type(content, media_type), preview=blob_preview(content),
             content=content,
         )  # fmt: skip
-
-    def _put_blob_in(self, tx: LedgerTx, blob: Blob) -> None:
-        """Store ``blob`` (with its content) in ``tx`` unless its digest is stored already."""
-        if not tx.has_blob(blob.sha256):
-            tx.insert_blob(blob, self._now())
 
     def get_blob(self, digest: str) -> Blob | None:
         """A blob with its content, after checking the content still hashes to ``digest``.

@@ -12,7 +12,7 @@ import base64
 import json
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -38,6 +38,7 @@ from supervisor.ledger.models import (
     Proposal,
     ProposalPage,
     ProposalStatus,
+    TraceEvent,
     Via,
 )
 from supervisor.ledger.operators import OperatorsMixin
@@ -117,6 +118,7 @@ class ApprovalLedger(
         grantable: bool = True,
         runtime: str | None = None,
         turn_id: str | None = None,
+        trace: Callable[[Proposal], Iterable[TraceEvent]] | None = None,
     ) -> Proposal:
         """Record an exact tool call and let the stored policy decide it, or a person.
 
@@ -147,6 +149,9 @@ class ApprovalLedger(
                 MCP tools' calls included: the target says where a call runs).
             turn_id: The assistant turn the call belongs to, where the runtime knows it;
                 batch approval never crosses a turn.
+            trace: Given the recorded proposal (as returned), the trace events to append in
+                the same transaction (redacted as :meth:`append_trace` does): a paused run's
+                report of the call commits with it.
 
         Returns:
             The new proposal (pending, or decided by the policy), with canonical arguments and
@@ -197,6 +202,9 @@ class ApprovalLedger(
             self._audit_proposed(tx, proposal, now, original_ttl_seconds=float(ttl))
             if proposal.decided_by_rule is not None:
                 self._audit_rule_decision(tx, proposal, outcome, now)
+            batch = [self.redact_trace_event(event) for event in trace(proposal)] if trace else []
+            tx.insert_trace_events(batch)
+        self._traced(len(batch))
         return proposal
 
     def wait_decided(self, proposal_id: str, timeout: float) -> Proposal:

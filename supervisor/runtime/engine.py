@@ -12,9 +12,11 @@ refused unrun records an ``error`` outcome with its code.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from supervisor.canonical import canonical_hash
+from supervisor.ledger.models import Proposal, TraceEvent
 from supervisor.outcomes import OutcomeRecord
 from supervisor.runtime.calls import Refusal, deliver, resolve_call, tool_payload
 from supervisor.runtime.context import RuntimeContext
@@ -120,23 +122,35 @@ class TurnEngine:
         self._save(
             tracer, messages, state, [call.model_dump() for call, _, _ in pending], checkpoint_id
         )
-        proposals = []
-        for call, tool, arguments in pending:
+        proposals: list[Proposal] = []
+        for index, (call, tool, arguments) in enumerate(pending):
+
+            def report(proposal: Proposal, call: PendingCall = call, tool: AnyTool = tool) -> None:
+                tracer.event(
+                    "approval",
+                    tool=tool.name,
+                    outcome_status="pending",
+                    proposal_id=proposal.proposal_id,
+                    call_id=call.call_id,
+                    args_hash=proposal.args_hash,
+                )
+
+            def report_last(proposal: Proposal, report: Callable[[Proposal], None] = report
+                            ) -> list[TraceEvent]:  # fmt: skip
+                report(proposal)
+                tracer.event("run", outcome_status="awaiting_approval", pending=len(pending))
+                return tracer.take()
+
+            last = index == len(pending) - 1
+            # The last call's proposal commits with every event of the pause (one commit).
             proposal = propose_call(
                 context, tool, arguments, user=state.user_id, thread_id=tracer.thread_id,
                 call_id=call.call_id, checkpoint_id=checkpoint_id,
+                trace=report_last if last else None,
             )  # fmt: skip
             proposals.append(proposal)
-            tracer.event(
-                "approval",
-                tool=tool.name,
-                outcome_status="pending",
-                proposal_id=proposal.proposal_id,
-                call_id=call.call_id,
-                args_hash=proposal.args_hash,
-            )
-        tracer.event("run", outcome_status="awaiting_approval", pending=len(proposals))
-        tracer.flush()
+            if not last:
+                report(proposal)
         return run_result("awaiting_approval", tracer, state, proposals=proposals)
 
     def process_calls(

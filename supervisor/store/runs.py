@@ -31,6 +31,12 @@ _INSERT_CHECKPOINT = sa.insert(_CHECKPOINT)
 _INSERT_TRACE = sa.insert(_TRACE)
 _BLOB = SQLModel.metadata.tables[BlobRow.__tablename__]
 _POINTER = SQLModel.metadata.tables[ResultPointerRow.__tablename__]
+# A digest names its content: a blob already stored is left as it is, on both engines.
+_INSERT_BLOB = {
+    "sqlite": sqlite_insert(_BLOB).on_conflict_do_nothing(index_elements=["sha256"]),
+    "postgresql": postgresql_insert(_BLOB).on_conflict_do_nothing(index_elements=["sha256"]),
+}
+_HAS_BLOB = sa.select(_BLOB.c.sha256).where(_BLOB.c.sha256 == sa.bindparam("w_sha256"))
 
 
 class RunsMixin(LimitsMixin):
@@ -42,6 +48,10 @@ class RunsMixin(LimitsMixin):
     if TYPE_CHECKING:
 
         def _execute(self, statement: Any, params: Any = None) -> sa.CursorResult[Any]: ...
+
+        def _hot(
+            self, statement: Any, params: dict[str, Any] | None = None, *, insert: bool = False
+        ) -> Any: ...
 
     # checkpoints -------------------------------------------------------------------------
     def insert_checkpoint(self, checkpoint: Checkpoint) -> None:
@@ -102,7 +112,7 @@ class RunsMixin(LimitsMixin):
     # blobs -------------------------------------------------------------------------------
     def has_blob(self, digest: str) -> bool:
         """Whether a blob is stored under ``digest``."""
-        return self.session.get(BlobRow, digest) is not None
+        return self._hot(_HAS_BLOB, {"w_sha256": digest}).first() is not None
 
     def stored_blob(self, digest: str) -> Blob | None:
         """The blob stored under ``digest`` exactly as stored, content included (unverified:
@@ -116,13 +126,7 @@ class RunsMixin(LimitsMixin):
         ``INSERT ... ON CONFLICT DO NOTHING`` on both engines, so processes racing to store the
         same new blob all succeed and it is stored once (the digest names the content).
         """
-        insert = sqlite_insert if self.dialect == "sqlite" else postgresql_insert
-        statement = (
-            insert(_BLOB)
-            .values(blob_to_values(blob, created_at))
-            .on_conflict_do_nothing(index_elements=["sha256"])
-        )
-        self.session.connection().execute(statement)
+        self._hot(_INSERT_BLOB[self.dialect], blob_to_values(blob, created_at), insert=True)
 
     # result pointers ---------------------------------------------------------------------
     def insert_result_pointer(
