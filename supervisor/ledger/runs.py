@@ -108,7 +108,35 @@ class RunsServiceMixin(LedgerBase):
         Raises:
             CanonicalJSONError: The state is not JSON data.
         """
-        checkpoint = Checkpoint(
+        checkpoint = self.checkpoint_of(
+            agent_id, thread_id, messages, pending_tool_calls, state=state,
+            checkpoint_id=checkpoint_id, schema_version=schema_version,
+        )  # fmt: skip
+        batch = [self.redact_trace_event(event) for event in trace]
+        with self.repository.write(audited=False) as tx:
+            tx.insert_checkpoint(checkpoint)
+            tx.insert_trace_events(batch)
+        self._traced(len(batch))
+        return checkpoint
+
+    def checkpoint_of(
+        self,
+        agent_id: str,
+        thread_id: str,
+        messages: Sequence[Any],
+        pending_tool_calls: Sequence[Any] = (),
+        *,
+        state: Mapping[str, Any] | None = None,
+        checkpoint_id: str | None = None,
+        schema_version: int = CHECKPOINT_SCHEMA_VERSION,
+    ) -> Checkpoint:
+        """The checkpoint :meth:`save_checkpoint` stores, not stored yet (``propose(...,
+        checkpoint=...)`` stores a pause's checkpoint with its first proposal).
+
+        Raises:
+            CanonicalJSONError: The state is not JSON data.
+        """
+        return Checkpoint(
             checkpoint_id=checkpoint_id or uuid.uuid4().hex,
             agent_id=agent_id,
             thread_id=thread_id,
@@ -118,12 +146,6 @@ class RunsServiceMixin(LedgerBase):
             schema_version=schema_version,
             created_at=self._now(),
         )
-        batch = [self.redact_trace_event(event) for event in trace]
-        with self.repository.write(audited=False) as tx:
-            tx.insert_checkpoint(checkpoint)
-            tx.insert_trace_events(batch)
-        self._traced(len(batch))
-        return checkpoint
 
     def load_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
         """A checkpoint by id, or ``None``."""

@@ -119,6 +119,7 @@ class ApprovalLedger(
         runtime: str | None = None,
         turn_id: str | None = None,
         trace: Callable[[Proposal], Iterable[TraceEvent]] | None = None,
+        checkpoint: Checkpoint | None = None,
     ) -> Proposal:
         """Record an exact tool call and let the stored policy decide it, or a person.
 
@@ -152,6 +153,9 @@ class ApprovalLedger(
             trace: Given the recorded proposal (as returned), the trace events to append in
                 the same transaction (redacted as :meth:`append_trace` does): a paused run's
                 report of the call commits with it.
+            checkpoint: The checkpoint to resume from (see :meth:`checkpoint_of`), stored in
+                the same transaction, before the proposal that names it; ``checkpoint_id``
+                defaults to its id.
 
         Returns:
             The new proposal (pending, or decided by the policy), with canonical arguments and
@@ -161,6 +165,10 @@ class ApprovalLedger(
             CanonicalJSONError: Arguments or target are not JSON data (NaN, Infinity, objects).
             ValueError: ``ttl_seconds`` is not positive.
         """
+        if checkpoint is not None:
+            if checkpoint_id not in (None, checkpoint.checkpoint_id):
+                raise ValueError("checkpoint_id names another checkpoint than checkpoint.")
+            checkpoint_id = checkpoint.checkpoint_id
         validated = validated_arguments(arguments)
         target: dict[str, Any] = normalise(dict(execution_target or {}))
         ttl = self.default_ttl_seconds if ttl_seconds is None else ttl_seconds
@@ -198,6 +206,8 @@ class ApprovalLedger(
                 tx, facts, schema_hash=tool_schema_hash, grantable=grantable, now=now
             )
             proposal = self._as_decided(proposal, outcome, grantable=grantable)
+            if checkpoint is not None:
+                tx.insert_checkpoint(checkpoint)
             tx.insert_proposal(proposal)
             self._audit_proposed(tx, proposal, now, original_ttl_seconds=float(ttl))
             if proposal.decided_by_rule is not None:

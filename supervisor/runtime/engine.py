@@ -11,8 +11,6 @@ refused unrun records an ``error`` outcome with its code.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from supervisor.canonical import canonical_hash
@@ -118,14 +116,21 @@ class TurnEngine:
     ) -> RunResult:
         context = self.context
         state.status = "awaiting_approval"
-        checkpoint_id = uuid.uuid4().hex
-        self._save(
-            tracer, messages, state, [call.model_dump() for call, _, _ in pending], checkpoint_id
-        )
+        # The checkpoint commits with the first proposal, the events with the first and the
+        # last: one commit for a pause of one call (the checkpoint is stored before any
+        # proposal that names it can be read, in the same transaction).
+        checkpoint = context.ledger.checkpoint_of(
+            context.agent_id, tracer.thread_id, messages,
+            [call.model_dump() for call, _, _ in pending], state=state.model_dump(mode="json"),
+        )  # fmt: skip
         proposals: list[Proposal] = []
         for index, (call, tool, arguments) in enumerate(pending):
+            first, last = index == 0, index == len(pending) - 1
 
-            def report(proposal: Proposal, call: PendingCall = call, tool: AnyTool = tool) -> None:
+            def report(
+                proposal: Proposal, call: PendingCall = call, tool: AnyTool = tool,
+                first: bool = first, last: bool = last,
+            ) -> list[TraceEvent]:  # fmt: skip
                 tracer.event(
                     "approval",
                     tool=tool.name,
@@ -134,23 +139,16 @@ class TurnEngine:
                     call_id=call.call_id,
                     args_hash=proposal.args_hash,
                 )
+                if last:
+                    tracer.event("run", outcome_status="awaiting_approval", pending=len(pending))
+                return tracer.take() if first or last else []
 
-            def report_last(proposal: Proposal, report: Callable[[Proposal], None] = report
-                            ) -> list[TraceEvent]:  # fmt: skip
-                report(proposal)
-                tracer.event("run", outcome_status="awaiting_approval", pending=len(pending))
-                return tracer.take()
-
-            last = index == len(pending) - 1
-            # The last call's proposal commits with every event of the pause (one commit).
             proposal = propose_call(
                 context, tool, arguments, user=state.user_id, thread_id=tracer.thread_id,
-                call_id=call.call_id, checkpoint_id=checkpoint_id,
-                trace=report_last if last else None,
+                call_id=call.call_id, checkpoint_id=checkpoint.checkpoint_id, trace=report,
+                checkpoint=checkpoint if first else None,
             )  # fmt: skip
             proposals.append(proposal)
-            if not last:
-                report(proposal)
         return run_result("awaiting_approval", tracer, state, proposals=proposals)
 
     def process_calls(

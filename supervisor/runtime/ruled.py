@@ -25,7 +25,13 @@ from supervisor.canonical import args_hash
 from supervisor.errors import model_error
 from supervisor.ledger.decide import RuleOutcome
 from supervisor.ledger.errors import LedgerError
-from supervisor.ledger.models import ExecutorIdentity, Proposal, ProposalStatus, TraceEvent
+from supervisor.ledger.models import (
+    Checkpoint,
+    ExecutorIdentity,
+    Proposal,
+    ProposalStatus,
+    TraceEvent,
+)
 from supervisor.outcomes import OutcomeRecord
 from supervisor.outcomes.blobref import BlobRef
 from supervisor.rules.model import CallFacts
@@ -69,9 +75,11 @@ def propose_call(
     context: RuntimeContext, tool: Tool, arguments: dict[str, Any], *, user: str | None,
     thread_id: str, call_id: str, checkpoint_id: str | None,
     trace: Callable[[Proposal], Iterable[TraceEvent]] | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> Proposal:  # fmt: skip
     """Record the call in the ledger (which lets the stored policy decide it), with the trace
-    events ``trace`` makes of the recorded proposal in the same transaction."""
+    events ``trace`` makes of the recorded proposal and ``checkpoint`` in the same
+    transaction."""
     return context.ledger.propose(
         tool.name,
         tool.schema_hash,
@@ -88,6 +96,7 @@ def propose_call(
         read_only=tool.policy.read_only,
         grantable=tool.policy.grantable,
         trace=trace,
+        checkpoint=checkpoint,
     )
 
 
