@@ -85,7 +85,7 @@ class DirectStatement:
         column_keys: For an INSERT: the columns given on every execution (in any order).
     """
 
-    __slots__ = ("_binds", "_defaults", "_names", "_processors", "_row", "returns_rows", "sql")
+    __slots__ = ("_defaults", "_plan", "_processors", "_row", "returns_rows", "sql")
 
     def __init__(self, statement: Any, column_keys: Sequence[str] | None = None) -> None:
         compiled: Any = statement.compile(
@@ -102,9 +102,8 @@ class DirectStatement:
         self.sql: str = compiled.string
         names = list(compiled.positiontup or ())
         processors = compiled._bind_processors
-        self._names: tuple[str, ...] = tuple(names)
-        self._binds: tuple[Callable[[Any], Any] | None, ...] = tuple(
-            processors.get(name) for name in names
+        self._plan: tuple[tuple[str, Callable[[Any], Any] | None], ...] = tuple(
+            (name, processors.get(name)) for name in names
         )
         # Binds the statement carries its own value for (literals, LIMIT): used when absent.
         self._defaults: dict[str, Any] = {}
@@ -123,16 +122,14 @@ class DirectStatement:
 
     def parameters(self, params: Mapping[str, Any] | None) -> tuple[Any, ...]:
         """The positional parameters for ``params`` (by bind name), processed as Core would."""
-        given = params or {}
-        defaults = self._defaults
-        return tuple(
+        given: Mapping[str, Any] = params or {}
+        if self._defaults:
+            given = {**self._defaults, **given}
+        return tuple([
             value if bind is None or value is None else bind(value)
-            for bind, value in zip(
-                self._binds,
-                (given[name] if name in given else defaults[name] for name in self._names),
-                strict=True,
-            )
-        )
+            for name, bind in self._plan
+            for value in (given[name],)
+        ])  # fmt: skip
 
     def execute(self, driver: sqlite3.Connection, params: Mapping[str, Any] | None) -> DirectResult:
         """Run on ``driver`` (inside the caller's transaction).
