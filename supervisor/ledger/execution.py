@@ -5,8 +5,9 @@ Crash recovery and reconciliation are in :mod:`supervisor.ledger.reconcile`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from supervisor.canonical import args_hash as compute_args_hash
 from supervisor.ledger.base import LedgerBase
@@ -17,7 +18,14 @@ from supervisor.ledger.errors import (
     LedgerError,
     NotOwner,
 )
-from supervisor.ledger.models import Execution, ExecutorIdentity, Proposal, ProposalStatus
+from supervisor.ledger.models import (
+    Blob,
+    Execution,
+    ExecutorIdentity,
+    Proposal,
+    ProposalStatus,
+    TraceEvent,
+)
 from supervisor.ledger.trail import claim_refusal, replay
 from supervisor.store.repository import LedgerTx
 
@@ -31,7 +39,14 @@ def _identity(executor: ExecutorIdentity | str | None) -> ExecutorIdentity:
 
 
 class ExecutionMixin(LedgerBase):
-    """Claim / complete / fail / expire."""
+    """Claim / complete / fail / expire (an outcome may commit with its result blob and the
+    trace events that report it)."""
+
+    if TYPE_CHECKING:  # from RunsServiceMixin, beside this part in ApprovalLedger
+
+        def redact_trace_event(self, event: TraceEvent) -> TraceEvent: ...
+
+        def _traced(self, count: int) -> None: ...
 
     def execution(self, proposal_id: str) -> Execution | None:
         """The execution record of a claimed proposal, or ``None`` if it was never claimed."""
@@ -173,8 +188,13 @@ class ExecutionMixin(LedgerBase):
         result_ref: str | None,
         reason: str | None,
         executor: ExecutorIdentity | str | None,
+        blob: Blob | None,
+        trace: Iterable[TraceEvent],
     ) -> Execution:
         wanted = "completed" if to_status is _S.EXECUTED else "failed"
+        if blob is not None and blob.content is None:
+            raise ValueError("blob must carry its content (see blob_of)")
+        batch = [self.redact_trace_event(event) for event in trace]
         with self.repository.write() as tx:
             now = self._now()
             current, execution = self._load_for_write(tx, proposal_id)
@@ -206,6 +226,10 @@ class ExecutionMixin(LedgerBase):
                     "reason": reason, "args_hash": execution.args_hash,
                 },
             )  # fmt: skip
+            if blob is not None:
+                tx.insert_blob(blob, now)  # a digest already stored is left as it is
+            tx.insert_trace_events(batch)
+        self._traced(len(batch))
         return finished
 
     def complete(
@@ -215,6 +239,8 @@ class ExecutionMixin(LedgerBase):
         result_ref: str | None = None,
         *,
         executor: ExecutorIdentity | str | None = None,
+        blob: Blob | None = None,
+        trace: Iterable[TraceEvent] = (),
     ) -> Execution:
         """Record that the side effect ran (executing -> executed).
 
@@ -223,6 +249,10 @@ class ExecutionMixin(LedgerBase):
             outcome_status: The tool outcome (success, empty, degraded, fallback, ...).
             result_ref: A pointer to the result (blob digest, URL), never the result itself.
             executor: If given, must be the executor that claimed it.
+            blob: The result blob (from :meth:`blob_of`, with its content), stored in the same
+                transaction (one commit for the outcome and what ``result_ref`` points at).
+            trace: Trace events to append in the same transaction (redacted as
+                :meth:`append_trace` does).
 
         Returns:
             The finished execution.
@@ -234,7 +264,7 @@ class ExecutionMixin(LedgerBase):
         """
         return self._finish(
             proposal_id, to_status=_S.EXECUTED, outcome_status=outcome_status,
-            result_ref=result_ref, reason=None, executor=executor,
+            result_ref=result_ref, reason=None, executor=executor, blob=blob, trace=trace,
         )  # fmt: skip
 
     def fail(
@@ -245,11 +275,14 @@ class ExecutionMixin(LedgerBase):
         *,
         result_ref: str | None = None,
         executor: ExecutorIdentity | str | None = None,
+        blob: Blob | None = None,
+        trace: Iterable[TraceEvent] = (),
     ) -> Execution:
-        """Record that the execution failed (executing -> failed). Raises as :meth:`complete`."""
+        """Record that the execution failed (executing -> failed). Takes and raises as
+        :meth:`complete`."""
         return self._finish(
             proposal_id, to_status=_S.FAILED, outcome_status=outcome_status,
-            result_ref=result_ref, reason=reason, executor=executor,
+            result_ref=result_ref, reason=reason, executor=executor, blob=blob, trace=trace,
         )  # fmt: skip
 
     def expire_due(self, limit: int = 1000) -> list[str]:

@@ -109,7 +109,35 @@ class RunsServiceMixin(LedgerBase):
         Raises:
             CanonicalJSONError: The state is not JSON data.
         """
-        checkpoint = Checkpoint(
+        checkpoint = self.checkpoint_of(
+            agent_id, thread_id, messages, pending_tool_calls, state=state,
+            checkpoint_id=checkpoint_id, schema_version=schema_version,
+        )  # fmt: skip
+        batch = [self.redact_trace_event(event) for event in trace]
+        with self.repository.write(audited=False) as tx:
+            tx.insert_checkpoint(checkpoint)
+            tx.insert_trace_events(batch)
+        self._traced(len(batch))
+        return checkpoint
+
+    def checkpoint_of(
+        self,
+        agent_id: str,
+        thread_id: str,
+        messages: Sequence[Any],
+        pending_tool_calls: Sequence[Any] = (),
+        *,
+        state: Mapping[str, Any] | None = None,
+        checkpoint_id: str | None = None,
+        schema_version: int = CHECKPOINT_SCHEMA_VERSION,
+    ) -> Checkpoint:
+        """The checkpoint :meth:`save_checkpoint` stores, not stored yet (``propose(...,
+        checkpoint=...)`` stores a pause's checkpoint with its first proposal).
+
+        Raises:
+            CanonicalJSONError: The state is not JSON data.
+        """
+        return Checkpoint(
             checkpoint_id=checkpoint_id or uuid.uuid4().hex,
             agent_id=agent_id,
             thread_id=thread_id,
@@ -119,12 +147,6 @@ class RunsServiceMixin(LedgerBase):
             schema_version=schema_version,
             created_at=self._now(),
         )
-        batch = [self.redact_trace_event(event) for event in trace]
-        with self.repository.write(audited=False) as tx:
-            tx.insert_checkpoint(checkpoint)
-            tx.insert_trace_events(batch)
-        self._traced(len(batch))
-        return checkpoint
 
     def load_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
         """A checkpoint by id, or ``None``."""
@@ -250,15 +272,21 @@ class RunsServiceMixin(LedgerBase):
         Returns:
             The blob's metadata (without content).
         """
-        digest = sha256_hex(content)
-        kind = blob_media_type(content, media_type)
-        blob = Blob(
-            sha256=digest, size=len(content), media_type=kind, preview=blob_preview(content)
-        )
+        blob = self.blob_of(content, media_type)
         with self.repository.write(audited=False) as tx:
-            if not tx.has_blob(digest):
-                tx.insert_blob(blob.model_copy(update={"content": content}), self._now())
-        return blob
+            tx.insert_blob(blob, self._now())  # a digest already stored is left as it is
+        return blob.model_copy(update={"content": None})
+
+    @staticmethod
+    def blob_of(content: bytes, media_type: str = "application/octet-stream") -> Blob:
+        """The blob ``content`` makes (digest, size, media type, preview and the content), not
+        stored yet: ``complete(..., blob=...)`` and ``fail(..., blob=...)`` store it with the
+        outcome that points at it."""
+        return Blob(
+            sha256=sha256_hex(content), size=len(content),
+            media_type=blob_media_type(content, media_type), preview=blob_preview(content),
+            content=content,
+        )  # fmt: skip
 
     def get_blob(self, digest: str) -> Blob | None:
         """A blob with its content, after checking the content still hashes to ``digest``.

@@ -12,7 +12,7 @@ import base64
 import json
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,9 +34,11 @@ from supervisor.ledger.leases import LeaseServiceMixin
 from supervisor.ledger.models import (
     SDK_RUNTIME,
     ApproverContext,
+    Checkpoint,
     Proposal,
     ProposalPage,
     ProposalStatus,
+    TraceEvent,
     Via,
 )
 from supervisor.ledger.operators import OperatorsMixin
@@ -116,6 +118,8 @@ class ApprovalLedger(
         grantable: bool = True,
         runtime: str | None = None,
         turn_id: str | None = None,
+        trace: Callable[[Proposal], Iterable[TraceEvent]] | None = None,
+        checkpoint: Checkpoint | None = None,
     ) -> Proposal:
         """Record an exact tool call and let the stored policy decide it, or a person.
 
@@ -146,6 +150,12 @@ class ApprovalLedger(
                 MCP tools' calls included: the target says where a call runs).
             turn_id: The assistant turn the call belongs to, where the runtime knows it;
                 batch approval never crosses a turn.
+            trace: Given the recorded proposal (as returned), the trace events to append in
+                the same transaction (redacted as :meth:`append_trace` does): a paused run's
+                report of the call commits with it.
+            checkpoint: The checkpoint to resume from (see :meth:`checkpoint_of`), stored in
+                the same transaction, before the proposal that names it; ``checkpoint_id``
+                defaults to its id.
 
         Returns:
             The new proposal (pending, or decided by the policy), with canonical arguments and
@@ -155,6 +165,10 @@ class ApprovalLedger(
             CanonicalJSONError: Arguments or target are not JSON data (NaN, Infinity, objects).
             ValueError: ``ttl_seconds`` is not positive.
         """
+        if checkpoint is not None:
+            if checkpoint_id not in (None, checkpoint.checkpoint_id):
+                raise ValueError("checkpoint_id names another checkpoint than checkpoint.")
+            checkpoint_id = checkpoint.checkpoint_id
         validated = validated_arguments(arguments)
         target: dict[str, Any] = normalise(dict(execution_target or {}))
         ttl = self.default_ttl_seconds if ttl_seconds is None else ttl_seconds
@@ -192,10 +206,15 @@ class ApprovalLedger(
                 tx, facts, schema_hash=tool_schema_hash, grantable=grantable, now=now
             )
             proposal = self._as_decided(proposal, outcome, grantable=grantable)
+            if checkpoint is not None:
+                tx.insert_checkpoint(checkpoint)
             tx.insert_proposal(proposal)
             self._audit_proposed(tx, proposal, now, original_ttl_seconds=float(ttl))
             if proposal.decided_by_rule is not None:
                 self._audit_rule_decision(tx, proposal, outcome, now)
+            batch = [self.redact_trace_event(event) for event in trace(proposal)] if trace else []
+            tx.insert_trace_events(batch)
+        self._traced(len(batch))
         return proposal
 
     def wait_decided(self, proposal_id: str, timeout: float) -> Proposal:
@@ -244,6 +263,18 @@ class ApprovalLedger(
         """
         with self.repository.read() as tx:
             return self._load(tx, proposal_id)
+
+    def get_with_checkpoint(self, proposal_id: str) -> tuple[Proposal, Checkpoint | None]:
+        """One proposal and the checkpoint it resumes from (``None`` if it names none or that
+        checkpoint is gone), in one read: what a resume starts from.
+
+        Raises:
+            ProposalNotFound: No proposal has that id.
+        """
+        with self.repository.read() as tx:
+            proposal = self._load(tx, proposal_id)
+            checkpoint = tx.checkpoint(proposal.checkpoint_id) if proposal.checkpoint_id else None
+        return proposal, checkpoint
 
     def list(
         self,

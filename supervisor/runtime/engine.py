@@ -11,10 +11,10 @@ refused unrun records an ``error`` outcome with its code.
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from supervisor.canonical import canonical_hash
+from supervisor.ledger.models import Proposal, TraceEvent
 from supervisor.outcomes import OutcomeRecord
 from supervisor.runtime.calls import Refusal, deliver, resolve_call, tool_payload
 from supervisor.runtime.context import RuntimeContext
@@ -116,27 +116,39 @@ class TurnEngine:
     ) -> RunResult:
         context = self.context
         state.status = "awaiting_approval"
-        checkpoint_id = uuid.uuid4().hex
-        self._save(
-            tracer, messages, state, [call.model_dump() for call, _, _ in pending], checkpoint_id
-        )
-        proposals = []
-        for call, tool, arguments in pending:
+        # The checkpoint commits with the first proposal, the events with the first and the
+        # last: one commit for a pause of one call (the checkpoint is stored before any
+        # proposal that names it can be read, in the same transaction).
+        checkpoint = context.ledger.checkpoint_of(
+            context.agent_id, tracer.thread_id, messages,
+            [call.model_dump() for call, _, _ in pending], state=state.model_dump(mode="json"),
+        )  # fmt: skip
+        proposals: list[Proposal] = []
+        for index, (call, tool, arguments) in enumerate(pending):
+            first, last = index == 0, index == len(pending) - 1
+
+            def report(
+                proposal: Proposal, call: PendingCall = call, tool: AnyTool = tool,
+                first: bool = first, last: bool = last,
+            ) -> list[TraceEvent]:  # fmt: skip
+                tracer.event(
+                    "approval",
+                    tool=tool.name,
+                    outcome_status="pending",
+                    proposal_id=proposal.proposal_id,
+                    call_id=call.call_id,
+                    args_hash=proposal.args_hash,
+                )
+                if last:
+                    tracer.event("run", outcome_status="awaiting_approval", pending=len(pending))
+                return tracer.take() if first or last else []
+
             proposal = propose_call(
                 context, tool, arguments, user=state.user_id, thread_id=tracer.thread_id,
-                call_id=call.call_id, checkpoint_id=checkpoint_id,
+                call_id=call.call_id, checkpoint_id=checkpoint.checkpoint_id, trace=report,
+                checkpoint=checkpoint if first else None,
             )  # fmt: skip
             proposals.append(proposal)
-            tracer.event(
-                "approval",
-                tool=tool.name,
-                outcome_status="pending",
-                proposal_id=proposal.proposal_id,
-                call_id=call.call_id,
-                args_hash=proposal.args_hash,
-            )
-        tracer.event("run", outcome_status="awaiting_approval", pending=len(proposals))
-        tracer.flush()
         return run_result("awaiting_approval", tracer, state, proposals=proposals)
 
     def process_calls(

@@ -106,10 +106,18 @@ def wait_for_decision(context: RuntimeContext, proposal_id: str, timeout: float)
     return context.ledger.wait_decided(proposal_id, timeout)
 
 
-def _checkpoint_call(context: RuntimeContext, proposal: Proposal) -> tuple[Checkpoint, PendingCall]:
-    checkpoint = (
-        context.ledger.load_checkpoint(proposal.checkpoint_id) if proposal.checkpoint_id else None
-    )
+def _checkpoint_call(
+    context: RuntimeContext, proposal: Proposal, read: Checkpoint | None = None
+) -> tuple[Checkpoint, PendingCall]:
+    """The proposal's checkpoint (``read`` when it is that one, else read now) and its call."""
+    if read is not None and read.checkpoint_id == proposal.checkpoint_id:
+        checkpoint: Checkpoint | None = read
+    else:
+        checkpoint = (
+            context.ledger.load_checkpoint(proposal.checkpoint_id)
+            if proposal.checkpoint_id
+            else None
+        )
     if checkpoint is None:
         raise CheckpointMissing(
             f"Proposal {proposal.proposal_id} has no stored checkpoint.",
@@ -260,29 +268,31 @@ def _execute(
         proposed = earlier[0].arguments if earlier else {}
         note = edit_note(proposed, prepared.arguments, edits=len(earlier))
         content = json_text({"edited_by_human": note, "result": _parse(content)})
-    stored = ledger.put_blob(content.encode("utf-8"), "application/json")
+    stored = ledger.blob_of(content.encode("utf-8"), "application/json")
     evidence = result.evidence()
-    if result.error is None:
-        ledger.complete(
-            proposal.proposal_id,
-            evidence["status"],
-            BlobRef(stored.sha256).result_ref,
-            executor=executor,
-        )
-    else:
-        ledger.fail(
-            proposal.proposal_id, "error", result.error.code,
-            result_ref=BlobRef(stored.sha256).result_ref, executor=executor,
-        )  # fmt: skip
     record = OutcomeRecord.of(tool.name, call.call_id, evidence)
     tracer.event(
         "tool_result", tool=tool.name, outcome_status=evidence["status"],
         reason_code=evidence["reason_code"], blob_ref=blob_ref, call_id=call.call_id,
         proposal_id=proposal.proposal_id, outcome=evidence,
     )  # fmt: skip
-    tracer.flush()
+    # One commit: the outcome, the result blob it points at and the trace event reporting it.
+    if result.error is None:
+        finished = ledger.complete(
+            proposal.proposal_id, evidence["status"], BlobRef(stored.sha256).result_ref,
+            executor=executor, blob=stored, trace=tracer.take(),
+        )  # fmt: skip
+    else:
+        finished = ledger.fail(
+            proposal.proposal_id, "error", result.error.code,
+            result_ref=BlobRef(stored.sha256).result_ref, executor=executor, blob=stored,
+            trace=tracer.take(),
+        )  # fmt: skip
+    # Claim and finish change only the status and updated_at of the proposal this resume
+    # claimed (nobody else may move an executing proposal and then finish it): no re-read.
+    status = _S.EXECUTED if result.error is None else _S.FAILED
     return ApprovalResumeResult(
-        proposal=ledger.get(proposal.proposal_id),
+        proposal=proposal.model_copy(update={"status": status, "updated_at": finished.finished_at}),
         tool_result=result.value,
         consumed=True,
         outcome=record,
@@ -293,10 +303,17 @@ def _execute(
 
 def resume(context: RuntimeContext, proposal_id: str, continue_model: bool) -> ApprovalResumeResult:
     """See :meth:`MemAgent.resume_approval`."""
-    proposal = proposal_to_run(context, proposal_id)
+    ledger = context.ledger
+    # The common case in one read: a call never edited, not past its expiry. Anything else
+    # (an edit chain to follow, an expiry to apply) goes the general way.
+    proposal, read = ledger.get_with_checkpoint(proposal_id)
+    if proposal.status is _S.SUPERSEDED or (
+        proposal.status in (_S.PENDING, _S.APPROVED) and proposal.expires_at <= ledger.clock.now()
+    ):
+        proposal = proposal_to_run(context, proposal_id)
     if proposal.status is _S.EXECUTING:
         proposal = _recovered(context, proposal)
-    checkpoint, call = _checkpoint_call(context, proposal)
+    checkpoint, call = _checkpoint_call(context, proposal, read)
     state = load_state(checkpoint.state)
     with pointer_scope(context.agent_id, checkpoint.thread_id, state.user_id):
         return _resume_checkpoint(context, proposal, checkpoint, call, state, continue_model)

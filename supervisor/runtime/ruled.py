@@ -18,13 +18,20 @@ the early proposal is cancelled (with that reason) and the call is asked like an
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from supervisor.canonical import args_hash
 from supervisor.errors import model_error
 from supervisor.ledger.decide import RuleOutcome
 from supervisor.ledger.errors import LedgerError
-from supervisor.ledger.models import ExecutorIdentity, Proposal, ProposalStatus
+from supervisor.ledger.models import (
+    Checkpoint,
+    ExecutorIdentity,
+    Proposal,
+    ProposalStatus,
+    TraceEvent,
+)
 from supervisor.outcomes import OutcomeRecord
 from supervisor.outcomes.blobref import BlobRef
 from supervisor.rules.model import CallFacts
@@ -67,8 +74,12 @@ def policy_outcome(context: RuntimeContext, tool: Tool, arguments: dict[str, Any
 def propose_call(
     context: RuntimeContext, tool: Tool, arguments: dict[str, Any], *, user: str | None,
     thread_id: str, call_id: str, checkpoint_id: str | None,
+    trace: Callable[[Proposal], Iterable[TraceEvent]] | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> Proposal:  # fmt: skip
-    """Record the call in the ledger (which lets the stored policy decide it)."""
+    """Record the call in the ledger (which lets the stored policy decide it), with the trace
+    events ``trace`` makes of the recorded proposal and ``checkpoint`` in the same
+    transaction."""
     return context.ledger.propose(
         tool.name,
         tool.schema_hash,
@@ -84,6 +95,8 @@ def propose_call(
         ttl_seconds=context.policy.approval_ttl_seconds,
         read_only=tool.policy.read_only,
         grantable=tool.policy.grantable,
+        trace=trace,
+        checkpoint=checkpoint,
     )
 
 

@@ -51,6 +51,8 @@ class GrantsMixin:
 
         def _execute(self, statement: Any, params: Any = None) -> sa.CursorResult[Any]: ...
 
+        def _hot(self, statement: Any, params: dict[str, Any] | None = None) -> Any: ...
+
     def insert_grant(self, grant: Grant) -> None:
         self._execute(
             sa.insert(_GRANT).values(
@@ -73,7 +75,7 @@ class GrantsMixin:
     ) -> list[Grant]:
         """Grants, newest first; ``live_at``: only those neither revoked nor expired then."""
         if tool_name is not None and live_at is not None:
-            rows = self._execute(_LIVE_GRANTS_OF_TOOL, {"tool_name": tool_name, "live_at": live_at})
+            rows = self._hot(_LIVE_GRANTS_OF_TOOL, {"tool_name": tool_name, "live_at": live_at})
             return [_grant(row) for row in rows]
         query = sa.select(_GRANT).order_by(_GRANT.c.created_at.desc(), _GRANT.c.id)
         if tool_name is not None:

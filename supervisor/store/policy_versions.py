@@ -7,7 +7,7 @@ version is the one in force.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import sqlalchemy as sa
 from sqlmodel import SQLModel
@@ -59,6 +59,10 @@ class PolicyVersionsMixin:
     connection: sa.Connection
     _policy_read: object = _NOT_READ
 
+    if TYPE_CHECKING:
+
+        def _hot(self, statement: Any, params: dict[str, Any] | None = None) -> Any: ...
+
     def _keep_policy_in_force(self, row: sa.Row[Any]) -> None:
         """Remember the policy read by a statement with :data:`POLICY_IN_FORCE_COLUMNS`."""
         self._policy_read = policy_in_force_from_row(row)
@@ -77,7 +81,7 @@ class PolicyVersionsMixin:
         """
         if self._policy_read is not _NOT_READ:  # read in this transaction already
             return cast(PolicyInForce, self._policy_read)
-        return policy_in_force_from_row(self.connection.execute(_IN_FORCE).one())
+        return policy_in_force_from_row(self._hot(_IN_FORCE).one())
 
     def policy_versions(self) -> list[PolicyVersion]:
         """Every stored version, oldest first."""

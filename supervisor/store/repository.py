@@ -39,6 +39,7 @@ from supervisor.store.convert import (
     proposal_from_row,
     proposal_to_values,
 )
+from supervisor.store.direct import DirectResult, DirectStatement
 from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
 from supervisor.store.grants import GrantsMixin
@@ -111,6 +112,10 @@ _INSERT_EXECUTION = sa.insert(_EXECUTION).returning(*_EXECUTION.c)
 _ADVISORY_LOCK = sa.text("SELECT pg_advisory_xact_lock(:key)")
 _NOTIFY = sa.text("SELECT pg_notify(:channel, :seq)")
 _UPDATE_PROPOSAL_CACHE: dict[tuple[Any, ...], Any] = {}
+# SQLite: the hot statements above compiled once for the driver (None: this shape runs through
+# Core), keyed by the prebuilt statement's identity (they live as long as the module) and, for
+# an INSERT, the columns given.
+_DIRECT: dict[tuple[int, tuple[str, ...] | None], DirectStatement | None] = {}
 _UPDATE_EXECUTION_CACHE: dict[tuple[Any, ...], Any] = {}
 
 
@@ -186,6 +191,7 @@ class LedgerTx(
         """Trace events were inserted: on PostgreSQL the commit notifies the trace channel."""
         self._session: Session | None = None
         self._tip: tuple[int, str] | None = None
+        self._driver: Any = None
 
     @property
     def session(self) -> Session:  # type: ignore[override]
@@ -207,6 +213,31 @@ class LedgerTx(
         """The connection this transaction runs on (the ORM session's, once one is open)."""
         return self._session.connection() if self._session is not None else self.connection
 
+    def _hot(
+        self, statement: Any, params: dict[str, Any] | None = None, *, insert: bool = False
+    ) -> DirectResult | sa.CursorResult[Any]:
+        """Run one of this module's prebuilt hot statements: on SQLite with ``sqlite3`` directly
+        (:mod:`supervisor.store.direct`), elsewhere through Core. ``insert``: the statement is
+        an INSERT compiled for the keys of ``params``."""
+        if self.dialect != "sqlite":
+            return self._execute(statement, params)
+        keys = tuple(params) if insert and params is not None else None
+        key = (id(statement), keys)
+        try:
+            direct = _DIRECT[key]
+        except KeyError:
+            try:
+                direct = DirectStatement(statement, keys)
+            except ValueError:
+                direct = None
+            _DIRECT[key] = direct
+        if direct is None:
+            return self._execute(statement, params)
+        driver = self._driver
+        if driver is None:
+            driver = self._driver = self.connection.connection.driver_connection
+        return direct.execute(driver, params)
+
     def _execute(self, statement: Any, params: Any = None) -> sa.CursorResult[Any]:
         if self._session is not None:
             return cast(sa.CursorResult[Any], self._session.connection().execute(statement, params))
@@ -215,7 +246,7 @@ class LedgerTx(
     # proposals ---------------------------------------------------------------------------
     def proposal(self, proposal_id: str) -> Proposal | None:
         """The proposal with that id, if any."""
-        row = self._execute(_SELECT_PROPOSAL, {"w_id": proposal_id}).first()
+        row = self._hot(_SELECT_PROPOSAL, {"w_id": proposal_id}).first()
         return proposal_from_row(row) if row else None
 
     def proposal_for_write(self, proposal_id: str) -> tuple[Proposal, Execution | None] | None:
@@ -224,7 +255,7 @@ class LedgerTx(
         Also reads the audit chain tip for :meth:`append_audit`; call it inside a write
         transaction (where writers are serialised), not a read.
         """
-        row = self._execute(_SELECT_FOR_WRITE, {"w_id": proposal_id}).first()
+        row = self._hot(_SELECT_FOR_WRITE, {"w_id": proposal_id}).first()
         if row is None:
             return None
         if self._tip is None:
@@ -245,9 +276,10 @@ class LedgerTx(
 
     def insert_proposal(self, proposal: Proposal) -> None:
         """Insert a new proposal and its domain index rows."""
-        self._execute(_INSERT_PROPOSAL, proposal_to_values(proposal))
+        self._hot(_INSERT_PROPOSAL, proposal_to_values(proposal), insert=True)
         if proposal.domains:
-            self._execute(_INSERT_DOMAIN, domain_values(proposal))
+            for row in domain_values(proposal):
+                self._hot(_INSERT_DOMAIN, row, insert=True)
 
     def update_proposal(
         self,
@@ -264,7 +296,7 @@ class LedgerTx(
             proposal_id, expect_status, values, expires_after, expect_expires_at,
             expect_args_hash, returning=False,
         )  # fmt: skip
-        return self._execute(statement, params).rowcount
+        return self._hot(statement, params).rowcount
 
     def update_proposal_returning(
         self,
@@ -284,7 +316,7 @@ class LedgerTx(
             proposal_id, expect_status, values, expires_after, None, expect_args_hash,
             returning=True,
         )  # fmt: skip
-        rows = self._execute(statement, params).all()
+        rows = self._hot(statement, params).all()
         return proposal_from_row(rows[0]) if len(rows) == 1 else None
 
     @staticmethod
@@ -393,7 +425,7 @@ class LedgerTx(
     # executions --------------------------------------------------------------------------
     def execution(self, proposal_id: str) -> Execution | None:
         """The execution record of a claimed proposal, if any."""
-        row = self._execute(_SELECT_EXECUTION, {"w_proposal_id": proposal_id}).first()
+        row = self._hot(_SELECT_EXECUTION, {"w_proposal_id": proposal_id}).first()
         return execution_from_row(row) if row else None
 
     def insert_execution(
@@ -405,7 +437,7 @@ class LedgerTx(
             The stored execution (read back by ``RETURNING``).
         """
         values = execution_start_values(proposal_id, executor, args_hash, started_at)
-        row = self._execute(_INSERT_EXECUTION, values).one()
+        row = self._hot(_INSERT_EXECUTION, values, insert=True).one()
         return execution_from_row(row)
 
     def update_execution(self, proposal_id: str, *, expect_state: str, **values: Any) -> int:
@@ -414,7 +446,7 @@ class LedgerTx(
         params = {f"v_{name}": value for name, value in values.items()}
         params["w_proposal_id"] = proposal_id
         params["w_state"] = expect_state
-        return self._execute(statement, params).rowcount
+        return self._hot(statement, params).rowcount
 
     def update_execution_returning(
         self, proposal_id: str, *, expect_state: str, **values: Any
@@ -424,7 +456,7 @@ class LedgerTx(
         params = {f"v_{name}": value for name, value in values.items()}
         params["w_proposal_id"] = proposal_id
         params["w_state"] = expect_state
-        rows = self._execute(statement, params).all()
+        rows = self._hot(statement, params).all()
         return execution_from_row(rows[0]) if len(rows) == 1 else None
 
     def executions_in_state(self, state: str, limit: int = 1000) -> list[Execution]:
@@ -443,7 +475,7 @@ class LedgerTx(
         """
         tip = self._tip
         if tip is None:
-            row = self._execute(_AUDIT_TIP).first()
+            row = self._hot(_AUDIT_TIP).first()
             tip = (int(row.seq), str(row.hash)) if row else (0, GENESIS_HASH)
         seq, prev_hash = tip[0] + 1, tip[1]
         payload_json = canonical_json(payload)
@@ -455,7 +487,7 @@ class LedgerTx(
             seq=seq, at=at, actor=actor, action=action, subject=subject,
             payload=payload, prev_hash=prev_hash, hash=record_hash,
         )  # fmt: skip
-        self._execute(_INSERT_AUDIT, audit_to_values(record, payload_json))
+        self._hot(_INSERT_AUDIT, audit_to_values(record, payload_json), insert=True)
         self._tip = (seq, record_hash)
         self.last_audit_seq = seq
         return record
@@ -471,7 +503,7 @@ class LedgerTx(
         On the claim's hot path: the columns come typed from the table (``at`` tz-aware), so
         the records are built without re-validation.
         """
-        rows = self._execute(_SELECT_SUBJECT_AUDIT, {"w_subject": subject}).all()
+        rows = self._hot(_SELECT_SUBJECT_AUDIT, {"w_subject": subject}).all()
         return [audit_from_row(row) for row in rows]
 
     def audit_head(self) -> tuple[int, str]:

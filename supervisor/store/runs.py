@@ -55,6 +55,14 @@ def _utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
+# A digest names its content: a blob already stored is left as it is, on both engines.
+# (PostgreSQL's is built on first use: only a PostgreSQL ledger imports that dialect.)
+_INSERT_BLOB: dict[str, Any] = {
+    "sqlite": sqlite_insert(_BLOB).on_conflict_do_nothing(index_elements=["sha256"]),
+}
+_HAS_BLOB = sa.select(_BLOB.c.sha256).where(_BLOB.c.sha256 == sa.bindparam("w_sha256"))
+
+
 class RunsMixin(LimitsMixin):
     """Checkpoint, trace, blob and result pointer persistence."""
 
@@ -67,6 +75,10 @@ class RunsMixin(LimitsMixin):
         def _execute(self, statement: Any, params: Any = None) -> sa.CursorResult[Any]: ...
 
         def _sa_connection(self) -> sa.Connection: ...
+
+        def _hot(
+            self, statement: Any, params: dict[str, Any] | None = None, *, insert: bool = False
+        ) -> Any: ...
 
     # checkpoints -------------------------------------------------------------------------
     def insert_checkpoint(self, checkpoint: Checkpoint) -> None:
@@ -146,7 +158,7 @@ class RunsMixin(LimitsMixin):
     # blobs -------------------------------------------------------------------------------
     def has_blob(self, digest: str) -> bool:
         """Whether a blob is stored under ``digest``."""
-        return self.session.get(BlobRow, digest) is not None
+        return self._hot(_HAS_BLOB, {"w_sha256": digest}).first() is not None
 
     def stored_blob(self, digest: str) -> Blob | None:
         """The blob stored under ``digest`` exactly as stored, content included (unverified:
@@ -160,13 +172,12 @@ class RunsMixin(LimitsMixin):
         ``INSERT ... ON CONFLICT DO NOTHING`` on both engines, so processes racing to store the
         same new blob all succeed and it is stored once (the digest names the content).
         """
-        insert = sqlite_insert if self.dialect == "sqlite" else _postgresql_insert()
-        statement = (
-            insert(_BLOB)
-            .values(blob_to_values(blob, created_at))
-            .on_conflict_do_nothing(index_elements=["sha256"])
-        )
-        self.session.connection().execute(statement)
+        statement = _INSERT_BLOB.get(self.dialect)
+        if statement is None:
+            statement = _INSERT_BLOB[self.dialect] = _postgresql_insert()(
+                _BLOB
+            ).on_conflict_do_nothing(index_elements=["sha256"])
+        self._hot(statement, blob_to_values(blob, created_at), insert=True)
 
     # result pointers ---------------------------------------------------------------------
     def insert_result_pointer(

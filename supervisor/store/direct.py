@@ -1,0 +1,157 @@
+"""Prebuilt hot-path statements run on SQLite's driver connection, past SQLAlchemy's execution.
+
+A statement of the approval cycle (propose, approve, claim, complete and their audit records)
+costs ~40-50 us through ``Connection.execute`` (execution context, parameter dicts, events,
+result proxy) against ~10 us in ``sqlite3`` itself. :class:`DirectStatement` compiles a
+prebuilt Core statement once for the SQLite dialect and keeps what SQLAlchemy would do per
+execution: the SQL text, the order of its positional parameters, the columns' bind processors
+(``UTCDateTime`` to UTC text, booleans) and result processors (text back to tz-aware
+datetimes). Executing it is one ``sqlite3`` call on the transaction's own connection, inside the
+transaction the repository began, with driver errors wrapped as SQLAlchemy wraps them (so
+:func:`~supervisor.store.errors.translate_errors` classifies them the same way).
+
+Only statements whose compiled form needs nothing computed per execution qualify (no Python
+column defaults, no expanding ``IN``, no literal rendering); anything else, and every other
+engine, runs through Core as before (:meth:`DirectStatement.compiled_for` returns ``None``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import namedtuple
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+
+_DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
+
+
+class DirectResult:
+    """The part of a ``CursorResult`` the repository uses: rows (already processed) and
+    rowcount."""
+
+    __slots__ = ("_rows", "rowcount")
+
+    def __init__(self, rows: list[Any], rowcount: int) -> None:
+        self._rows = rows
+        self.rowcount = rowcount
+
+    def first(self) -> Any:
+        """The first row or ``None``."""
+        return self._rows[0] if self._rows else None
+
+    def one(self) -> Any:
+        """The only row.
+
+        Raises:
+            sqlalchemy.exc.NoResultFound, sqlalchemy.exc.MultipleResultsFound: Not exactly one.
+        """
+        if not self._rows:
+            raise sa.exc.NoResultFound("No row was found when one was required")
+        if len(self._rows) > 1:
+            raise sa.exc.MultipleResultsFound("Multiple rows were found when one was required")
+        return self._rows[0]
+
+    def all(self) -> list[Any]:
+        """Every row."""
+        return self._rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._rows)
+
+
+def _row_class(keys: Sequence[str]) -> type:
+    """A tuple class with the columns as attributes and ``_mapping``, like a Core row."""
+    base: Any = namedtuple("DirectRow", keys)  # type: ignore[misc]
+
+    class DirectRow(base):
+        __slots__ = ()
+
+        @property
+        def _mapping(self) -> Mapping[str, Any]:
+            return dict(zip(keys, self, strict=True))
+
+    return DirectRow
+
+
+class DirectStatement:
+    """One prebuilt statement compiled for SQLite, run with ``sqlite3`` directly.
+
+    Args:
+        statement: A Core statement whose parameters are all named ``bindparam``s (or, for an
+            INSERT, column keys given in ``column_keys``).
+        column_keys: For an INSERT: the columns given on every execution (in any order).
+    """
+
+    __slots__ = ("_defaults", "_plan", "_processors", "_row", "returns_rows", "sql")
+
+    def __init__(self, statement: Any, column_keys: Sequence[str] | None = None) -> None:
+        compiled: Any = statement.compile(
+            dialect=_DIALECT, column_keys=list(column_keys) if column_keys is not None else None
+        )
+        if (
+            compiled.insert_prefetch
+            or compiled.update_prefetch
+            or compiled.literal_execute_params
+            or compiled.post_compile_params
+            or compiled.has_out_parameters
+        ):
+            raise ValueError("statement needs per-execution work; run it through Core")
+        self.sql: str = compiled.string
+        names = list(compiled.positiontup or ())
+        processors = compiled._bind_processors
+        self._plan: tuple[tuple[str, Callable[[Any], Any] | None], ...] = tuple(
+            (name, processors.get(name)) for name in names
+        )
+        # Binds the statement carries its own value for (literals, LIMIT): used when absent.
+        self._defaults: dict[str, Any] = {}
+        for name in names:
+            bind = compiled.binds[name]
+            if bind.callable is not None:
+                raise ValueError("statement has a callable bind; run it through Core")
+            if not bind.required:
+                self._defaults[name] = bind.value
+        columns = compiled._result_columns
+        self.returns_rows = bool(columns)
+        self._row: type | None = _row_class([c[0] for c in columns]) if columns else None
+        self._processors: tuple[Callable[[Any], Any] | None, ...] = tuple(
+            column[3]._cached_result_processor(_DIALECT, None) for column in columns
+        )
+
+    def parameters(self, params: Mapping[str, Any] | None) -> tuple[Any, ...]:
+        """The positional parameters for ``params`` (by bind name), processed as Core would."""
+        given: Mapping[str, Any] = params or {}
+        if self._defaults:
+            given = {**self._defaults, **given}
+        return tuple([
+            value if bind is None or value is None else bind(value)
+            for name, bind in self._plan
+            for value in (given[name],)
+        ])  # fmt: skip
+
+    def execute(self, driver: sqlite3.Connection, params: Mapping[str, Any] | None) -> DirectResult:
+        """Run on ``driver`` (inside the caller's transaction).
+
+        Raises:
+            sqlalchemy.exc.DBAPIError: What the driver raised, wrapped as SQLAlchemy wraps it.
+        """
+        values = self.parameters(params)
+        try:
+            cursor = driver.execute(self.sql, values)
+            raw = cursor.fetchall() if self.returns_rows else []
+        except sqlite3.Error as error:
+            raise sa.exc.DBAPIError.instance(self.sql, values, error, sqlite3.Error) from error
+        rowcount = cursor.rowcount
+        if not self.returns_rows:
+            return DirectResult([], rowcount)
+        row, processors = self._row, self._processors
+        assert row is not None
+        rows = [
+            row(*[value if p is None or value is None else p(value)
+                  for p, value in zip(processors, raw_row, strict=True)])
+            for raw_row in raw
+        ]  # fmt: skip
+        # RETURNING: sqlite3 reports -1 until the statement is exhausted; count what came back.
+        return DirectResult(rows, len(rows) if rowcount < 0 else rowcount)
