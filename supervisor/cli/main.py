@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -192,7 +191,7 @@ def demo(
     from supervisor.cli.tui import collection_paused
 
     with collection_paused():
-        from supervisor.demo.run import default_home, reset_home, run_demo
+        from supervisor.demo.run import TuiOpener, default_home, reset_home, run_demo
 
     home = home or default_home()
     if reset:
@@ -201,7 +200,7 @@ def demo(
     tui, why_not = demo_in_tui(no_tui, auto_approve, sys.stdin.isatty() and sys.stdout.isatty())
     if why_not:
         echo_line(why_not)
-    opener: Callable[[str], None] | None = None
+    opener: TuiOpener | None = None
     if tui:
         from supervisor.cli.tui import open_tui, preload_tui  # where the demo imports Textual
 
