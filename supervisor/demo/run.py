@@ -266,10 +266,14 @@ def run_demo(
         control = ProcessControl(provider.ledger, url, logs=home / "logs")
         if tui and open_tui is not None:
 
+            def start_in_background() -> None:
+                try:
+                    start_agents(later.append)
+                except Exception as error:  # the TUI owns the terminal: say it after it closes
+                    later.append(f"The demo could not start its agents: {error!r}")
+
             def after_first_frame() -> None:
-                threading.Thread(
-                    target=start_agents, args=(later.append,), name="demo-start", daemon=True
-                ).start()
+                threading.Thread(target=start_in_background, name="demo-start", daemon=True).start()
 
             try:
                 open_tui(url, after_first_frame=after_first_frame)
