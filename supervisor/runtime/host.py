@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from supervisor.errors import SupervisorError
 from supervisor.ledger.lease_time import renew_every
-from supervisor.ledger.models import ProcessRecord
+from supervisor.ledger.models import ProcessRecord, ProcessStep
 from supervisor.runtime.agent import MemAgent
 from supervisor.runtime.builder import MemAgentBuilder
 from supervisor.runtime.steps import StepWriter
@@ -138,11 +138,15 @@ class SupervisedProcess:
 
     def wait_status(self, tool_name: str) -> None:
         """Record ``waiting_for_approval`` and the step saying on what, in one write."""
-        self.status = "waiting_for_approval"
-        step = self.steps.set("waiting_for_approval", tool_name) if self.steps else None
-        self.ledger.heartbeat(self.process_id, status=self.status, step=step)
-        if self.steps is not None and step is not None:
-            self.steps.written(step)
+        self.status = status = "waiting_for_approval"
+        if self.steps is None:
+            self.ledger.heartbeat(self.process_id, status=status)
+            return
+
+        def write(step: ProcessStep) -> None:
+            self.ledger.heartbeat(self.process_id, status=status, step=step)
+
+        self.steps.write_with("waiting_for_approval", tool_name, write)
 
     @contextmanager
     def reporting_steps(self, model: str) -> Iterator[None]:

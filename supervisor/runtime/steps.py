@@ -61,6 +61,7 @@ class StepWriter:
         self._step: ProcessStep | None = None
         self._written: ProcessStep | None = None
         self._changed = threading.Event()
+        self._write_lock = threading.Lock()  # one write at a time, the step read inside it
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._write_loop, name="steps", daemon=True)
 
@@ -74,9 +75,19 @@ class StepWriter:
         self._changed.set()
         return step
 
-    def written(self, step: ProcessStep) -> None:
-        """``step`` was written by the caller (with a status): no need to write it again."""
-        self._written = step
+    def write_with(
+        self, kind: str, detail: str, write: Callable[[ProcessStep], None]
+    ) -> ProcessStep:
+        """Set the step and write it now with the caller's ``write`` (a status along with it).
+
+        Ordered with the writer thread's writes: a step it read before this one cannot land
+        after it (the row would say ``waiting_for_approval`` with the tool step of before).
+        """
+        with self._write_lock:
+            step = self.set(kind, detail)
+            write(step)
+            self._written = step
+        return step
 
     def on_event(self, kind: str, tool: str | None) -> None:
         """A traced event: what it says the process does next."""
@@ -106,11 +117,12 @@ class StepWriter:
         self._write()
 
     def _write(self) -> None:
-        step = self._step
-        if step is None or step is self._written:
-            return
-        try:
-            self.ledger.heartbeat(self.process_id, step=step)
-            self._written = step
-        except Exception:  # a ledger hiccup: the next change or heartbeat writes it
-            self._changed.set()
+        with self._write_lock:
+            step = self._step
+            if step is None or step is self._written:
+                return
+            try:
+                self.ledger.heartbeat(self.process_id, step=step)
+                self._written = step
+            except Exception:  # a ledger hiccup: the next change or heartbeat writes it
+                self._changed.set()

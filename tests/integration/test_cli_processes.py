@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,7 +16,9 @@ from typing import Any
 from support.cli import SUPERVISOR, run_cli
 from support.run_factories import CRM_QUERY, crm_turn
 
-from supervisor.ledger.models import ProcessRecord
+from supervisor.ledger.models import ProcessRecord, ProcessStep
+from supervisor.ledger.service import ApprovalLedger
+from supervisor.runtime.host import SupervisedProcess
 from supervisor.runtime.steps import StepWriter
 from supervisor.store.provider import SQLModelProvider
 from supervisor.testing import ScriptedModel
@@ -148,3 +151,40 @@ def test_steps_written_by_a_process_land_last_first(sqlite_url: str) -> None:
         assert step is not None and (step.kind, step.detail) == ("model_call", "gpt-test")
     shown = run_cli("processes", "list", "--db", sqlite_url)
     assert "model gpt-test " in shown.stdout
+
+
+class _SlowToolSteps:
+    """The real ledger, with the step thread's write of a tool step held up for a moment:
+    the interleaving a loaded machine makes when the run pauses right after the tool call."""
+
+    def __init__(self, ledger: ApprovalLedger) -> None:
+        self.ledger = ledger
+        self.tool_step_read = threading.Event()
+
+    def heartbeat(self, process_id: str, **changes: Any) -> ProcessRecord | None:
+        step: ProcessStep | None = changes.get("step")
+        if step is not None and step.kind == "tool_call":
+            self.tool_step_read.set()
+            time.sleep(0.3)
+        return self.ledger.heartbeat(process_id, **changes)
+
+
+def test_a_tool_step_written_late_never_overwrites_the_wait_for_approval(sqlite_url: str) -> None:
+    with SQLModelProvider(sqlite_url) as provider:
+        ledger = provider.ledger
+        now = datetime.now(UTC)
+        ledger.upsert_process(ProcessRecord(
+            process_id="run-race", kind="agent_run", host="h", status="running",
+            started_at=now, heartbeat_at=now,
+        ))  # fmt: skip
+        slow = _SlowToolSteps(ledger)
+        process = SupervisedProcess(ledger=slow, process_id="run-race")  # type: ignore[arg-type]
+        with process.reporting_steps("gpt-test"):
+            assert process.steps is not None
+            process.steps.on_event("tool_call", "create_customer")
+            assert slow.tool_step_read.wait(timeout=10)
+            process.wait_status("create_customer")
+            time.sleep(0.5)  # the held-up write has landed (before the wait, never after)
+            (row,) = ledger.list_processes()
+        assert row.status == "waiting_for_approval"
+        assert row.step is not None and row.step.kind == "waiting_for_approval"

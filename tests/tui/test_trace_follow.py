@@ -65,6 +65,22 @@ async def test_the_trace_opens_on_the_tail_follows_it_and_stops_when_the_reader_
         assert trace.following
 
 
+async def test_the_trace_keeps_its_tail_in_sight_when_its_pane_shrinks(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    """A smaller terminal (or a pane above growing) moves the end down: a follower goes too."""
+    provider.ledger.append_trace(generate_trace(300))
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE) as pilot:
+        trace = main_screen(app).query_one(TraceView)
+        await wait_for(pilot, lambda: stamp(299) in drawn_text(trace))
+        height = trace.size.height
+        await pilot.resize_terminal(SIZE[0], SIZE[1] - 12)
+        await wait_for(pilot, lambda: trace.size.height < height)
+        await wait_for(pilot, lambda: stamp(299) in drawn_text(trace))
+        assert trace.following and trace.scroll_offset.y == trace.max_scroll_y
+
+
 async def test_selecting_an_agent_filters_the_trace_and_f_clears_the_filter(
     provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
 ) -> None:

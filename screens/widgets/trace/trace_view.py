@@ -115,9 +115,21 @@ class TraceView(ScrollView, can_focus=True):
             )
         self.virtual_size = Size(0, len(events))
         if self.following:
-            # After the refresh that applies the new virtual size (before it, the end is 0).
-            self.scroll_end(animate=False, immediate=False, x_axis=False)
+            # Now, forced: the end is known from the virtual size just set, but the scrollbar
+            # (which allows scrolling) only appears at the next layout; a scroll deferred to
+            # after a refresh could still run before it and be refused, leaving the top shown.
+            self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
         self.refresh()
+
+    def on_resize(self, event: events.Resize) -> None:
+        # A pane above growing shrinks this one: the end moves down, and a follower goes with it.
+        if self.following:
+            self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
+
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        # A scroll made while the bar was hidden (the forced follow above) never reached it.
+        if shown:
+            self.vertical_scrollbar.position = self.scroll_y
 
     def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
         self.following = False
@@ -150,7 +162,7 @@ class TraceView(ScrollView, can_focus=True):
     def action_tail(self) -> None:
         self.cursor = None
         self.following = True
-        self.scroll_end(animate=False)
+        self.scroll_end(animate=False, immediate=True, x_axis=False, force=True)
         self.refresh()
 
     def on_click(self, event: object) -> None:
