@@ -65,6 +65,8 @@ class SupervisorApp(App[None]):
     Args:
         first_screen: The screen shown when the app starts.
         services: Started right after the first screen is pushed, stopped when the app ends.
+        later: Started once the first frame is on screen (what that frame does not wait for:
+            their threads would compete with it), stopped when the app ends.
         cleanups: Called last when the app ends, after its screens are gone (closes what
             :func:`make_app` opened: the ledger, the review index).
     """
@@ -81,26 +83,34 @@ class SupervisorApp(App[None]):
         first_screen: Screen[None],
         *,
         services: Sequence[PollingService] = (),
+        later: Sequence[PollingService] = (),
         cleanups: Sequence[Callable[[], None]] = (),
     ) -> None:
         super().__init__()
         self.first_screen = first_screen
         self.services = tuple(services)
+        self.later = tuple(later)
+        self._started: list[PollingService] = []
         self.cleanups = tuple(cleanups)
         self.after_first_frame: Callable[[], None] | None = None
         """Called once the first frame is on screen (``supervisor demo`` starts its agents)."""
 
     def on_mount(self) -> None:
         self.push_screen(self.first_screen)
-        for service in self.services:
-            service.start()
+        self._start(self.services)
 
     def on_ready(self) -> None:
+        self._start(self.later)
         if self.after_first_frame is not None:
             self.after_first_frame()
 
+    def _start(self, services: Sequence[PollingService]) -> None:
+        for service in services:
+            service.start()
+            self._started.append(service)
+
     def on_unmount(self) -> None:
-        for service in self.services:
+        for service in self._started:
             service.stop()
         for close in self.cleanups:
             close()
@@ -217,8 +227,8 @@ def make_app(
     )
     return SupervisorApp(
         main,
-        services=[
-            approvals,
+        services=[approvals],  # the inbox: what the first screen is for
+        later=[
             grants,
             traces,
             processes,

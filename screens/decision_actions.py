@@ -13,7 +13,6 @@ from typing import Any, assert_never
 from textual import events, work
 from textual.screen import Screen
 
-from screens.blob_screen import BlobScreen
 from screens.confirm_dialog import ConfirmDialog
 from screens.decisions import (
     Approve,
@@ -27,7 +26,6 @@ from screens.decisions import (
     conflict_message,
     similar_detail,
 )
-from screens.edit_arguments_screen import EditArgumentsScreen, diff_text
 from screens.literal import escaped
 from screens.messages import DecisionFailed, ProposalDecided, ResumeStarted
 from screens.orphan_dialog import OrphanAnswer, OrphanDialog
@@ -303,6 +301,9 @@ class DecisionActions(Screen[None]):
             if arguments is not None:
                 self.decide(Edit(proposal.proposal_id, guard, arguments))
 
+        # Imported on first use: not on the first screen's path.
+        from screens.edit_arguments_screen import EditArgumentsScreen
+
         schema = self.schemas.get(proposal.proposal_id)
         self.app.push_screen(EditArgumentsScreen(proposal, schema), saved)
 
@@ -313,6 +314,9 @@ class DecisionActions(Screen[None]):
     def action_open_blob(self) -> None:
         event = self.query_one(DetailPane).event
         if event is not None and event.blob_ref:
+            # Imported on first use: not on the first screen's path.
+            from screens.blob_screen import BlobScreen
+
             self.app.push_screen(BlobScreen(event, results=self.results))
 
     # -- the worker -----------------------------------------------------------------------
@@ -357,6 +361,8 @@ class DecisionActions(Screen[None]):
                     decided = [service.extend(decision.proposal_id)]
                     self.post_message(ProposalDecided(decision, decided))
                 case Edit():
+                    from screens.edit_arguments_screen import diff_text
+
                     result = service.edit(decision.proposal_id, decision.arguments, decision.guard)
                     self.post_message(
                         ProposalDecided(decision, [result.new], diff_text(result.diff))

@@ -10,8 +10,6 @@ from __future__ import annotations
 from screens.confirm_dialog import ConfirmDialog
 from screens.decision_actions import DecisionActions
 from screens.decisions import ApproveSimilar
-from screens.grant_dialog import GrantDialog
-from screens.grants_screen import GrantsScreen
 from screens.literal import escaped
 from supervisor.services.grants import GrantRequest, grant_refusal
 
@@ -61,8 +59,14 @@ class GrantActions(DecisionActions):
                 confirmed,
             )
 
+        # Imported on first use: not on the first screen's path.
+        from screens.grant_dialog import GrantDialog
+
         self.app.push_screen(GrantDialog(proposal, self.approvals.pending), chosen)
 
     def action_grants_view(self) -> None:
         if self.grants is not None:
+            # Imported on first use: not on the first screen's path.
+            from screens.grants_screen import GrantsScreen
+
             self.app.push_screen(GrantsScreen(grants=self.grants, settings=self.settings))

@@ -13,9 +13,9 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from screens.key_hints import key_hints, key_line
 from screens.literal import literal
@@ -54,6 +54,27 @@ def help_rows(screen: Screen[object]) -> list[HelpRow]:
     return sorted(found, key=lambda row: (row[2] != "", row[0].lower(), row[0]))
 
 
+def help_text(rows: list[HelpRow]) -> Text:
+    """The rows as aligned columns under a header, literally (one text: a table widget drew
+    each cell through Rich, most of the time the help took to open)."""
+    header: HelpRow = ("Key", "What it does", "")
+    keys_width = max(len(row[0]) for row in [header, *rows])
+    what_width = max(len(row[1]) for row in [header, *rows])
+    text = Text(no_wrap=True, overflow="ellipsis", end="")
+    for index, (keys, what, state) in enumerate([header, *rows]):
+        first = "bold underline" if index == 0 else "bold"
+        rest = "bold underline" if index == 0 else ""
+        if index:
+            text.append("\n")
+        text.append(keys, first)
+        text.append(" " * (keys_width - len(keys) + 2))
+        text.append(what, rest)
+        if state:
+            text.append(" " * (what_width - len(what) + 2))
+            text.append(state, "dim")
+    return text
+
+
 class HelpScreen(ModalScreen[None]):
     """The keys of the screen it was opened over."""
 
@@ -69,11 +90,8 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog -wide", id="help"):
             yield Static(literal(self.title_text), classes="dialog-question")
-            table: DataTable[Text] = DataTable(id="help-keys", cursor_type="row")
-            table.add_columns("Key", "What it does", "")
-            for keys, what, state in self.rows:
-                table.add_row(literal(keys), literal(what), literal(state))
-            yield table
+            with VerticalScroll(id="help-scroll"):
+                yield Static(help_text(self.rows), id="help-keys", markup=False)
             yield Static(
                 literal(
                     "Also: `:` command mode (:proposals, :processes, :grants, :review, "
@@ -84,7 +102,7 @@ class HelpScreen(ModalScreen[None]):
             yield key_line(key_hints(self.BINDINGS, [("↑/↓", "scroll")]))
 
     def on_mount(self) -> None:
-        self.query_one("#help-keys", DataTable).focus()
+        self.query_one("#help-scroll", VerticalScroll).focus()
 
     def action_close(self) -> None:
         self.dismiss(None)

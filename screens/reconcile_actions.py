@@ -11,7 +11,6 @@ from textual.screen import Screen
 
 from screens.literal import escaped
 from screens.messages import ReconciliationChanged
-from screens.reconcile_screen import ReconcileScreen
 from supervisor.services.reconciliation import ReconcileChange, ReconciliationService
 
 
@@ -73,4 +72,7 @@ class ReconcileActions(Screen[None]):
 
     def action_reconcile_view(self) -> None:
         if self.reconciliation is not None:
+            # Imported on first use: not on the first screen's path.
+            from screens.reconcile_screen import ReconcileScreen
+
             self.app.push_screen(ReconcileScreen(reconciliation=self.reconciliation))

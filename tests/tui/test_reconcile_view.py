@@ -29,6 +29,7 @@ from screens.app import make_app
 from screens.key_hints import key_hints
 from screens.reason_dialog import ReasonDialog
 from screens.reconcile_screen import ReconcileScreen
+from screens.widgets.key_footer import KeyFooter
 from supervisor.ledger.models import ExecutorIdentity, Proposal, ProposalStatus, TraceEvent
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.services.identity import ApproverIdentity
@@ -57,6 +58,8 @@ def stranded(ledger: ApprovalLedger, tool: str = "charge_card", **overrides: obj
 def footer_text(app: object) -> str:
     """The keys the footer of the current screen shows within the terminal's width."""
     screen = getattr(app, "screen")  # noqa: B009 - the footer of the screen shown now
+    for footer in screen.query(KeyFooter):  # the main screen's one-line footer
+        return "  ".join(f"{key.display} {key.description}" for key in footer.visible_entries())
     shown = [key for key in screen.query(FooterKey) if key.region.right <= SIZE[0]]
     return "  ".join(f"{key.key_display} {key.description}" for key in shown if key.region)
 
