@@ -38,6 +38,8 @@ DECISION_ACTIONS = frozenset(
     {"approve", "approve_vote", "reject", "cancel", "revoke", "edit", "expire"}
 )
 _PAGE = 1000
+#: Seconds the loader pauses between pages of the pending set after the first.
+_PAGE_PAUSE = 0.01
 #: How often the feed thread re-checks which pending proposals lost their waiting process
 #: (a death writes nothing to the feed: only a lease running out tells).
 ORPHAN_CHECK_SECONDS = 1.0
@@ -217,6 +219,9 @@ class ApprovalsService:
                 after = self._applied_through
             self._apply_records(self.ledger.events_since(after, _PAGE))
             size = self.settings.inbox_page
+            # The inbox is on screen from the first page; the rest is background work that
+            # gives way between pages, or the UI's paints and keys wait behind it for the GIL.
+            self._stop.wait(_PAGE_PAUSE)
 
     def poll(self, timeout: float = 0.0) -> InboxChange | None:
         """Apply feed records after the cursor (waiting up to ``timeout``) and publish them.
