@@ -43,10 +43,15 @@ def _plain(value: Any) -> Any:
         for key, item in value.items():
             if type(key) is not str:
                 raise _Unusual
-            plain[key] = _plain(item)
+            inner = type(item)  # strings, integers, booleans and nulls kept without a call
+            plain[key] = (
+                item
+                if inner is str or inner is int or inner is bool or item is None
+                else _plain(item)
+            )
         return plain
     if kind is list or kind is tuple:
-        return [_plain(item) for item in value]
+        return [item if type(item) is str or item is None else _plain(item) for item in value]
     if kind is float:
         if math.isnan(value) or math.isinf(value):
             raise _Unusual
@@ -104,15 +109,15 @@ def _checked(value: Any, path: str) -> Any:
     )
 
 
+#: What ``json.dumps`` builds on every call with these options, built once.
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
 def canonical_json(value: Any) -> str:
     """Serialise ``value`` in canonical form (see the module docstring)."""
-    return json.dumps(
-        normalise(value),
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-    )
+    return _ENCODER.encode(normalise(value))
 
 
 def sha256_hex(data: str | bytes) -> str:
