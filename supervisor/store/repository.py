@@ -189,10 +189,12 @@ class LedgerTx(
         driver: sqlite3.Connection | None = None,
         join: Callable[[], sa.Connection] | None = None,
     ) -> None:
-        """Args:
-        connection: The transaction's Core connection; or ``None`` on SQLite, where the
-            transaction runs on ``driver`` and ``join`` opens a Core connection inside it
-            when a statement needs one.
+        """Wrap one open transaction.
+
+        Args:
+            connection: The transaction's Core connection; or ``None`` on SQLite, where the
+                transaction runs on ``driver`` and ``join`` opens a Core connection inside
+                it when a statement needs one.
         """
         self._connection = connection
         self._join = join
