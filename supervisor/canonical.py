@@ -43,10 +43,15 @@ def _plain(value: Any) -> Any:
         for key, item in value.items():
             if type(key) is not str:
                 raise _Unusual
-            plain[key] = _plain(item)
+            inner = type(item)  # strings, integers, booleans and nulls kept without a call
+            plain[key] = (
+                item
+                if inner is str or inner is int or inner is bool or item is None
+                else _plain(item)
+            )
         return plain
     if kind is list or kind is tuple:
-        return [_plain(item) for item in value]
+        return [item if type(item) is str or item is None else _plain(item) for item in value]
     if kind is float:
         if math.isnan(value) or math.isinf(value):
             raise _Unusual
@@ -104,15 +109,42 @@ def _checked(value: Any, path: str) -> Any:
     )
 
 
+#: What ``json.dumps`` builds on every call with these options, built once.
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _c_encode() -> Any:
+    """``json``'s C encoder with :data:`_ENCODER`'s options, made once (``json.dumps`` makes
+    one per call); ``None`` where this Python has none or it writes other text."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:  # no circular-reference markers: normalised values are freshly built trees
+        encode = make(None, _refuse, json.encoder.encode_basestring, None, ":", ",",
+                      True, False, False)  # fmt: skip
+        sample: dict[str, Any] = {"b": [1, 2.5, None, True, 'é\n"', {}], "a": {"z": -0.5, "y": []}}
+        if "".join(encode(sample, 0)) != _ENCODER.encode(sample):
+            return None
+    except Exception:
+        return None
+    return encode
+
+
+_C_ENCODE = _c_encode()
+
+
 def canonical_json(value: Any) -> str:
     """Serialise ``value`` in canonical form (see the module docstring)."""
-    return json.dumps(
-        normalise(value),
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-    )
+    plain = normalise(value)
+    if _C_ENCODE is None or type(plain) is str:
+        return _ENCODER.encode(plain)
+    return "".join(_C_ENCODE(plain, 0))
 
 
 def sha256_hex(data: str | bytes) -> str:

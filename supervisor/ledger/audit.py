@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from json.encoder import encode_basestring
 from typing import Any
 
 from supervisor.canonical import canonical_hash, canonical_json, sha256_hex
 from supervisor.ledger.models import AuditRecord, AuditReport
 
 GENESIS_HASH = "0" * 64
+_quoted = encode_basestring  # how canonical JSON writes a string (``ensure_ascii=False``)
 
 
 def format_at(at: datetime) -> str:
@@ -63,6 +65,18 @@ def chain_hash_json(
     Splices ``payload_json`` into the canonical form of the record instead of serialising the
     payload a second time; the bytes hashed are identical to :func:`chain_hash`'s.
     """
+    if (
+        type(seq) is int
+        and type(actor) is str
+        and type(action) is str
+        and type(subject) is str
+        and type(prev_hash) is str
+    ):  # the record written out by hand: keys in sorted order, strings as ``json`` quotes them
+        return sha256_hex(
+            f'{{"action":{_quoted(action)},"actor":{_quoted(actor)},"at":{_quoted(format_at(at))},'
+            f'"payload":{payload_json},"prev_hash":{_quoted(prev_hash)},"seq":{seq},'
+            f'"subject":{_quoted(subject)}}}'
+        )
     head = canonical_json(
         {"action": action, "actor": actor, "at": format_at(at)}
     )  # keys sorted: action, actor, at < payload < prev_hash, seq, subject

@@ -210,8 +210,8 @@ class ExecutionMixin(LedgerBase):
                 expect_status=_S.EXECUTING,
                 values={"status": to_status, "updated_at": now},
             )
-            finished = tx.update_execution_returning(
-                proposal_id, expect_state="executing", state=to_status.value,
+            finished = tx.update_execution_from(
+                execution, expect_state="executing", state=to_status.value,
                 finished_at=now, outcome_status=outcome_status, result_ref=result_ref,
                 reason=reason,
             )  # fmt: skip

@@ -359,8 +359,8 @@ class ApprovalLedger(
                 return self._vote(tx, current, identity, approver_id, reason, ctx, now,
                                   policy_version)  # fmt: skip
             else:
-                changed = tx.update_proposal_returning(
-                    proposal_id,
+                changed = tx.update_proposal_from(
+                    current,
                     expect_status=from_status,
                     values={
                         "status": to_status, "decided_at": now, "updated_at": now,

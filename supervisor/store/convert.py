@@ -52,11 +52,19 @@ _EXECUTION = SQLModel.metadata.tables[ExecutionRow.__tablename__]
 EXECUTION_PREFIX = "x_"
 """Label prefix of the execution columns in a proposal row joined to its execution."""
 _COLUMN_OF = {"proposal_id": "id", "user": "user_id"}
+_JOINED_COLUMNS = tuple((column.name, EXECUTION_PREFIX + column.name) for column in _EXECUTION.c)
+_JOINED_ID = EXECUTION_PREFIX + "id"
 
 
 def loads(text: str | None, default: Any = None) -> Any:
     """Parse stored JSON text; empty or ``None`` gives ``default``."""
-    return json.loads(text) if text else default
+    if not text:
+        return default
+    if text == "{}":  # the common empty values, without the parser
+        return {}
+    if text == "[]":
+        return []
+    return json.loads(text)
 
 
 def proposal_from_row(row: ProposalRow | Any) -> Proposal:
@@ -187,13 +195,10 @@ def domain_values(proposal: Proposal) -> list[dict[str, Any]]:
 def joined_execution(row: Any) -> Execution | None:
     """The execution columns (labelled :data:`EXECUTION_PREFIX`) of a proposal row joined to
     its execution; ``None`` when the proposal has none."""
-    mapping = row._mapping
-    if mapping[EXECUTION_PREFIX + "id"] is None:
+    if getattr(row, _JOINED_ID) is None:
         return None
     return execution_from_row(
-        SimpleNamespace(
-            **{column.name: mapping[EXECUTION_PREFIX + column.name] for column in _EXECUTION.c}
-        )
+        SimpleNamespace(**{name: getattr(row, label) for name, label in _JOINED_COLUMNS})
     )
 
 

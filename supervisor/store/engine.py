@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
 
 from supervisor.ledger.errors import LedgerCorrupt, LedgerNotFound, LedgerUnavailable, NotALedger
+from supervisor.store.direct import JOINED_OPTION
 from supervisor.store.urls import (
     APP_NAME,
     LEDGER_FILE,
@@ -333,7 +334,10 @@ def create_ledger_engine(
 
     @sa.event.listens_for(engine, "begin")
     def _begin(connection: sa.Connection) -> None:
-        write = connection.get_execution_options().get(WRITE_OPTION)
+        options = connection.get_execution_options()
+        if options.get(JOINED_OPTION):
+            return  # opened inside a transaction begun on the driver (DriverTransaction)
+        write = options.get(WRITE_OPTION)
         statement = "BEGIN IMMEDIATE" if write else "BEGIN"
         driver: Any = connection.connection.driver_connection
         try:  # on the driver's connection: a third of a small write's cost through the engine

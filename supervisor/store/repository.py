@@ -9,8 +9,9 @@ exactly when the change is committed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any, cast
 
@@ -39,7 +40,7 @@ from supervisor.store.convert import (
     proposal_from_row,
     proposal_to_values,
 )
-from supervisor.store.direct import DirectResult, DirectStatement
+from supervisor.store.direct import DirectResult, DirectStatement, DriverTransaction
 from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
 from supervisor.store.grants import GrantsMixin
@@ -151,10 +152,9 @@ def _update_proposal_statement(
     return statement
 
 
-def _update_execution_statement(columns: tuple[str, ...], returning: bool) -> Any:
-    """The conditional execution UPDATE for this shape, built once per shape."""
-    key = (columns, returning)
-    statement = _UPDATE_EXECUTION_CACHE.get(key)
+def _update_execution_statement(columns: tuple[str, ...]) -> Any:
+    """The conditional execution UPDATE for these columns, built once per shape."""
+    statement = _UPDATE_EXECUTION_CACHE.get(columns)
     if statement is None:
         statement = (
             sa.update(_EXECUTION)
@@ -164,9 +164,7 @@ def _update_execution_statement(columns: tuple[str, ...], returning: bool) -> An
             )
             .values({name: sa.bindparam(f"v_{name}") for name in columns})
         )
-        if returning:
-            statement = statement.returning(*_EXECUTION.c)
-        _UPDATE_EXECUTION_CACHE[key] = statement
+        _UPDATE_EXECUTION_CACHE[columns] = statement
     return statement
 
 
@@ -183,15 +181,39 @@ class LedgerTx(
 ):
     """One open transaction on the ledger; created by :class:`Repository` only."""
 
-    def __init__(self, connection: sa.Connection, dialect: str) -> None:
-        self.connection = connection
+    def __init__(
+        self,
+        connection: sa.Connection | None,
+        dialect: str,
+        *,
+        driver: sqlite3.Connection | None = None,
+        join: Callable[[], sa.Connection] | None = None,
+    ) -> None:
+        """Wrap one open transaction.
+
+        Args:
+            connection: The transaction's Core connection; or ``None`` on SQLite, where the
+                transaction runs on ``driver`` and ``join`` opens a Core connection inside
+                it when a statement needs one.
+        """
+        self._connection = connection
+        self._join = join
         self.dialect = dialect
         self.last_audit_seq: int | None = None
         self.traced = False
         """Trace events were inserted: on PostgreSQL the commit notifies the trace channel."""
         self._session: Session | None = None
         self._tip: tuple[int, str] | None = None
-        self._driver: Any = None
+        self._driver: Any = driver
+
+    @property
+    def connection(self) -> sa.Connection:  # type: ignore[override]
+        """The Core connection this transaction runs on (on SQLite opened on first use)."""
+        connection = self._connection
+        if connection is None:
+            assert self._join is not None
+            connection = self._connection = self._join()
+        return connection
 
     @property
     def session(self) -> Session:  # type: ignore[override]
@@ -319,6 +341,25 @@ class LedgerTx(
         rows = self._hot(statement, params).all()
         return proposal_from_row(rows[0]) if len(rows) == 1 else None
 
+    def update_proposal_from(
+        self, current: Proposal, *, expect_status: ProposalStatus, values: dict[str, Any]
+    ) -> Proposal | None:
+        """One conditional UPDATE of ``current``'s row; ``current`` with ``values`` when it
+        matched, ``None`` if not.
+
+        ``current`` must have been read in this write transaction: audited writers are
+        serialised (and every proposal write is audited), so the updated row is ``current``
+        plus ``values``, without reading it back.
+        """
+        if (
+            self.update_proposal(current.proposal_id, expect_status=expect_status, values=values)
+            != 1
+        ):
+            return None
+        if "status" in values:
+            values = {**values, "status": ProposalStatus(values["status"])}
+        return current.model_copy(update=values)
+
     @staticmethod
     def _proposal_update(
         proposal_id: str,
@@ -442,22 +483,21 @@ class LedgerTx(
 
     def update_execution(self, proposal_id: str, *, expect_state: str, **values: Any) -> int:
         """Conditional UPDATE of an execution's state; returns the rowcount."""
-        statement = _update_execution_statement(tuple(values), False)
+        statement = _update_execution_statement(tuple(values))
         params = {f"v_{name}": value for name, value in values.items()}
         params["w_proposal_id"] = proposal_id
         params["w_state"] = expect_state
         return self._hot(statement, params).rowcount
 
-    def update_execution_returning(
-        self, proposal_id: str, *, expect_state: str, **values: Any
+    def update_execution_from(
+        self, current: Execution, *, expect_state: str, **values: Any
     ) -> Execution | None:
-        """Conditional UPDATE ... RETURNING of an execution; ``None`` when no row matched."""
-        statement = _update_execution_statement(tuple(values), True)
-        params = {f"v_{name}": value for name, value in values.items()}
-        params["w_proposal_id"] = proposal_id
-        params["w_state"] = expect_state
-        rows = self._hot(statement, params).all()
-        return execution_from_row(rows[0]) if len(rows) == 1 else None
+        """:meth:`update_execution` of ``current``'s row; ``current`` with ``values`` when it
+        matched, ``None`` if not (``current`` read in this write transaction, as for
+        :meth:`update_proposal_from`)."""
+        if self.update_execution(current.proposal_id, expect_state=expect_state, **values) != 1:
+            return None
+        return current.model_copy(update=values)
 
     def executions_in_state(self, state: str, limit: int = 1000) -> list[Execution]:
         """Executions currently in ``state``."""
@@ -528,8 +568,7 @@ class Repository:
         self.engine = engine
         self.dialect = engine.dialect.name
 
-    @contextmanager
-    def write(self, *, audited: bool = True) -> Iterator[LedgerTx]:
+    def write(self, *, audited: bool = True) -> AbstractContextManager[LedgerTx]:
         """A write transaction, committed on success and rolled back on any error.
 
         Args:
@@ -540,6 +579,34 @@ class Repository:
             LedgerBusy: The write lock stayed taken past the busy timeout.
             LedgerUnavailable: The database cannot be reached or written.
         """
+        if self.dialect == "sqlite":
+            return self._sqlite_transaction("BEGIN IMMEDIATE", flush=True)
+        return self._write(audited)
+
+    @contextmanager
+    def _sqlite_transaction(self, begin: str, *, flush: bool) -> Iterator[LedgerTx]:
+        """A SQLite transaction begun and ended on the driver connection (``DriverTransaction``);
+        ``flush``: an ORM session opened in it is flushed before the commit."""
+        with translate_errors():
+            transaction = DriverTransaction(self.engine, begin)
+            try:
+                tx = LedgerTx(None, "sqlite", driver=transaction.driver,
+                              join=transaction.connection)  # fmt: skip
+                try:
+                    yield tx
+                    tx._close(flush=flush)
+                except BaseException:
+                    try:
+                        tx._close(flush=False)
+                    finally:
+                        transaction.rollback()
+                    raise
+                transaction.commit()
+            finally:
+                transaction.close()
+
+    @contextmanager
+    def _write(self, audited: bool) -> Iterator[LedgerTx]:
         with translate_errors(), self.engine.connect() as connection:
             connection = connection.execution_options(**{WRITE_OPTION: True})
             with connection.begin():
@@ -559,14 +626,19 @@ class Repository:
                     if tx.traced:
                         connection.execute(_NOTIFY, {"channel": TRACE_CHANNEL, "seq": ""})
 
-    @contextmanager
-    def read(self, *, snapshot: bool = False) -> Iterator[LedgerTx]:
+    def read(self, *, snapshot: bool = False) -> AbstractContextManager[LedgerTx]:
         """A read-only transaction (a consistent snapshot on SQLite WAL).
 
         Args:
             snapshot: On PostgreSQL, read every statement from one snapshot (``REPEATABLE
                 READ``) instead of each statement's own; SQLite reads always do.
         """
+        if self.dialect == "sqlite":
+            return self._sqlite_transaction("BEGIN", flush=False)
+        return self._read(snapshot)
+
+    @contextmanager
+    def _read(self, snapshot: bool) -> Iterator[LedgerTx]:
         with translate_errors(), self.engine.connect() as connection:
             if snapshot and self.dialect == "postgresql":
                 connection = connection.execution_options(isolation_level="REPEATABLE READ")

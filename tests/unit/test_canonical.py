@@ -120,3 +120,15 @@ def test_a_refusal_names_the_path_deep_inside_plain_data() -> None:
     with pytest.raises(CanonicalJSONError) as caught:
         normalise({"a": [{"b": 1}, {"c": [1, 2, {"d": object()}]}]})
     assert "$.a[1].c[2].d" in str(caught.value)
+
+
+@given(json_values)
+def test_the_text_is_json_dumps_of_the_checked_walk(value: Any) -> None:
+    from supervisor.canonical import _checked
+
+    expected = json.dumps(
+        _checked(value, "$"), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+        allow_nan=False,
+    )  # fmt: skip
+    assert canonical_json(value) == expected
+    assert normalise(value) == _checked(value, "$")
