@@ -33,12 +33,14 @@ class ProposalSelection:
         return self.proposal is not None and self.proposal.proposal_id == proposal_id
 
     def select(self, proposal: Proposal | None) -> bool:
-        """Select ``proposal``; ``False`` when exactly this state of it is already selected.
+        """Select ``proposal``; ``False`` when exactly this state of it (or nothing, for
+        ``None``) is already selected: an empty inbox announcing "nothing" again must not
+        blank the trace event shown in the detail pane.
 
         Another proposal (or none) resets the guard and the shown time; a newer state of the
         same proposal keeps them.
         """
-        if proposal is not None and proposal == self.proposal:
+        if proposal == self.proposal:  # the same state, or still nothing
             return False
         if proposal is None or not self.is_selected(proposal.proposal_id):
             self.guard = None

@@ -129,3 +129,35 @@ async def test_the_detail_and_the_trace_name_the_rule_or_grant_that_decided(
         await wait_for(pilot, lambda: detail.event is not None)
         await expect_drawn(pilot, fields, [f"decided by  {hostile}"])
         assert "[red]" in drawn_text(fields)  # shown as text, not applied as a style
+
+
+async def test_a_trace_event_in_the_detail_stays_while_the_empty_inbox_refreshes(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    """The inbox announces its cursor after every change; with nothing pending that is "no
+    proposal" again, which must not blank the trace event the operator is reading."""
+    provider.ledger.append_trace(
+        [
+            TraceEvent(
+                at=datetime.now(UTC), agent_id="billing-agent", thread_id="t-1", run_id="r",
+                kind="tool_call", tool="lookup", outcome_status="ok",
+                payload={"order": "A-1"},
+            )
+        ]
+    )  # fmt: skip
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        detail = screen.query_one(DetailPane)
+        trace = screen.query_one(TraceView)
+        inbox = screen.query_one(InboxPane)
+        await wait_for(pilot, lambda: len(trace.events) == 1)
+        await pilot.press("t", "up")
+        await wait_for(pilot, lambda: detail.event is not None)
+        fields = screen.query_one("#detail-fields", Static)
+        await expect_drawn(pilot, fields, ["agent       billing-agent"])
+        inbox.rebuild([])  # what every inbox change does: redraw, then announce the cursor
+        await pilot.pause()
+        await pilot.pause()
+        assert detail.event is not None and detail.proposal is None
+        await expect_drawn(pilot, fields, ["agent       billing-agent"])
