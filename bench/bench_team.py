@@ -64,8 +64,12 @@ def _timed(samples: dict[str, list[float]], name: str, started: float) -> None:
     samples.setdefault(name, []).append((time.perf_counter() - started) * 1000)
 
 
-def role(kind: str, index: int, url: str, rate: float, start_at: float, seconds: float) -> None:
-    """One process of the team; prints its samples and counters as JSON when done."""
+def role(kind: str, index: int, url: str, rate: float, seconds: float) -> None:
+    """One process of the team; prints its samples and counters as JSON when done.
+
+    Once imported and connected it prints ``ready`` and reads the common start time (epoch
+    seconds) from stdin, so no process's start-up eats into another's measured window.
+    """
     from supervisor.ledger.errors import LedgerBusy, LedgerError, LedgerUnavailable
     from supervisor.store.provider import SQLModelProvider
 
@@ -77,8 +81,18 @@ def role(kind: str, index: int, url: str, rate: float, start_at: float, seconds:
     mine: dict[str, str] = {}  # agent: proposal id -> args hash
     name = f"{kind}-{index}"
 
-    def count(key: str) -> None:
-        counts[key] = counts.get(key, 0) + 1
+    def count(key: str, by: int = 1) -> None:
+        counts[key] = counts.get(key, 0) + by
+
+    read_feed = ledger.events_since
+
+    def counted_events_since(cursor: int = 0, limit: int = 500) -> list[Any]:
+        records = read_feed(cursor, limit)
+        count("feed_reads")
+        count("feed_rows", len(records))
+        return records
+
+    ledger.events_since = counted_events_since  # type: ignore[method-assign]
 
     def execute(proposal_id: str, args_hash: str, approved_at: datetime) -> None:
         started = time.perf_counter()
@@ -101,6 +115,8 @@ def role(kind: str, index: int, url: str, rate: float, start_at: float, seconds:
         _timed(samples, "complete", started)
 
     interval = AGENTS / rate if kind == "agent" else 0.0
+    print("ready", flush=True)
+    start_at = float(sys.stdin.readline())
     time.sleep(max(0.0, start_at - time.time()))
     began = time.monotonic()
     next_at = began + (index / AGENTS) * interval if kind == "agent" else float("inf")
@@ -258,11 +274,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="15 s")
     parser.add_argument("--pg-url")
     parser.add_argument("--no-tui", action="store_true")
-    parser.add_argument("--role", nargs=6, help="internal")
+    parser.add_argument("--role", nargs=5, help="internal")
     options = parser.parse_args()
     if options.role:
-        kind, index, url, rate, start_at, seconds = options.role
-        role(kind, int(index), url, float(rate), float(start_at), float(seconds))
+        kind, index, url, rate, seconds = options.role
+        args = (kind, int(index), url, float(rate), float(seconds))
+        profile_dir = os.environ.get("BENCH_TEAM_PROFILE")  # cProfile of each role's first
+        if profile_dir and index == "0":
+            import cProfile
+
+            cProfile.runctx("role(*args)", globals(), {"args": args},
+                            str(Path(profile_dir) / f"{kind}-{index}.prof"))  # fmt: skip
+        else:
+            role(*args)
         return
     if options.quick:
         options.seconds = 15.0
@@ -287,7 +311,6 @@ def main() -> None:
                         "create_customer", "schema-v1", {"name": f"seed {n}"}, owner="seed"
                     )
         idle_tui = [] if options.no_tui else asyncio.run(tui_probe(url, 5.0))
-        start_at = time.time() + 3.0
         layout = (
             [("agent", i) for i in range(AGENTS)]
             + [("approver", i) for i in range(APPROVERS)]
@@ -303,14 +326,21 @@ def main() -> None:
                     str(i),
                     url,
                     str(options.rate),
-                    repr(start_at),
                     str(options.seconds),
                 ],
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
             )
             for kind, i in layout
         ]
+        for child in children:  # every process imported and connected before the clock starts
+            assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        start_at = time.time() + 1.0
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write(f"{start_at!r}\n")
+            child.stdin.flush()
         load: list[float] = []
         if not options.no_tui:
             time.sleep(max(0.0, start_at - time.time() + 2.0))
