@@ -29,6 +29,7 @@ from supervisor.ledger.models import (
     Proposal,
     ProposalStatus,
 )
+from supervisor.ledger.policy import PolicyInForce
 from supervisor.store.convert import (
     EXECUTION_PREFIX,
     audit_from_row,
@@ -101,6 +102,20 @@ _SELECT_FOR_WRITE = (
     )
     .select_from(_PROPOSAL.outerjoin(_EXECUTION, _EXECUTION.c.proposal_id == _PROPOSAL.c.id))
     .where(_PROPOSAL.c.id == sa.bindparam("w_id"))
+)
+# A new proposal's first read: the policy in force and the audit chain tip in one statement.
+_IN_FORCE_AND_TIP = sa.select(
+    *POLICY_IN_FORCE_COLUMNS,
+    sa.select(_AUDIT.c.seq)
+    .order_by(_AUDIT.c.seq.desc())
+    .limit(1)
+    .scalar_subquery()
+    .label("tip_seq"),
+    sa.select(_AUDIT.c.hash)
+    .order_by(_AUDIT.c.seq.desc())
+    .limit(1)
+    .scalar_subquery()
+    .label("tip_hash"),
 )
 # Every proposal with its execution (if claimed), in id order, for the audit replay.
 _SELECT_WITH_EXECUTIONS = (
@@ -307,6 +322,21 @@ class LedgerTx(
             )
         self._keep_policy_in_force(row)
         return proposal_from_row(row), joined_execution(row)
+
+    def policy_in_force(self) -> PolicyInForce:
+        """The policy in force (see :class:`PolicyVersionsMixin`); read first in a transaction,
+        it brings the audit chain tip for :meth:`append_audit` in the same statement, as
+        :meth:`proposal_for_write` does (one round trip fewer while a propose holds the lock).
+        """
+        if self._tip is None and not self._policy_known():
+            row = self._hot(_IN_FORCE_AND_TIP).one()
+            self._tip = (
+                (int(row.tip_seq), str(row.tip_hash))
+                if row.tip_seq is not None
+                else (0, GENESIS_HASH)
+            )
+            self._keep_policy_in_force(row)
+        return super().policy_in_force()
 
     def proposals_with_executions(
         self, after_id: str = "", limit: int = 1000
