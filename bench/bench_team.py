@@ -64,13 +64,14 @@ def _timed(samples: dict[str, list[float]], name: str, started: float) -> None:
     samples.setdefault(name, []).append((time.perf_counter() - started) * 1000)
 
 
-def role(kind: str, index: int, url: str, rate: float, seconds: float) -> None:
+def role(kind: str, index: int, url: str, rate: float, seconds: float, full_feed: bool) -> None:
     """One process of the team; prints its samples and counters as JSON when done.
 
     Once imported and connected it prints ``ready`` and reads the common start time (epoch
     seconds) from stdin, so no process's start-up eats into another's measured window.
     """
     from supervisor.ledger.errors import LedgerBusy, LedgerError, LedgerUnavailable
+    from supervisor.ledger.feed import FeedPage
     from supervisor.store.provider import SQLModelProvider
 
     provider = SQLModelProvider(url)
@@ -93,6 +94,22 @@ def role(kind: str, index: int, url: str, rate: float, seconds: float) -> None:
         return records
 
     ledger.events_since = counted_events_since  # type: ignore[method-assign]
+    read_matching = ledger._read_matching
+
+    def counted_read_matching(*args: Any) -> tuple[list[Any], int, bool]:
+        records, through, caught_up = read_matching(*args)
+        count("feed_reads")
+        count("feed_rows", len(records))
+        return records, through, caught_up
+
+    ledger._read_matching = counted_read_matching  # type: ignore[method-assign,assignment]
+    # What each role follows (``follow``); ``--full-feed``: every role reads the whole feed.
+    interests: dict[str, dict[str, Any]] = {
+        "agent": {"actions": ("approve",), "subjects": mine},
+        "approver": {"actions": ("propose",)},
+        "racer": {"actions": ("approve",)},
+    }
+    interest = interests[kind]
 
     def execute(proposal_id: str, args_hash: str, approved_at: datetime) -> None:
         started = time.perf_counter()
@@ -123,6 +140,7 @@ def role(kind: str, index: int, url: str, rate: float, seconds: float) -> None:
     stop_proposing = began + seconds
     drain_until = stop_proposing + 10.0
     n = 0
+    page: FeedPage | None = None
     while True:
         now = time.monotonic()
         if now >= drain_until or (kind == "agent" and now >= stop_proposing and not mine):
@@ -146,8 +164,13 @@ def role(kind: str, index: int, url: str, rate: float, seconds: float) -> None:
                 next_at = now + interval
             continue
         wait = min(0.05, max(0.0, next_at - time.monotonic()))
-        for record in ledger.wait_for_change(cursor, timeout=wait):
-            cursor = record.seq
+        if full_feed:
+            records = ledger.wait_for_change(cursor, timeout=wait)
+            cursor = records[-1].seq if records else cursor
+        else:
+            page = ledger.follow(page or cursor, wait, **interest)
+            records, cursor = page.records, page.cursor
+        for record in records:
             subject = record.subject
             if kind == "approver" and record.action == "propose":
                 if _bucket(subject, APPROVERS) != index and _bucket(subject, 10) != 0:
@@ -274,11 +297,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="15 s")
     parser.add_argument("--pg-url")
     parser.add_argument("--no-tui", action="store_true")
-    parser.add_argument("--role", nargs=5, help="internal")
+    parser.add_argument(
+        "--full-feed", action="store_true",
+        help="every process reads the whole feed (wait_for_change) instead of what it follows",
+    )  # fmt: skip
+    parser.add_argument("--role", nargs=6, help="internal")
     options = parser.parse_args()
     if options.role:
-        kind, index, url, rate, seconds = options.role
-        args = (kind, int(index), url, float(rate), float(seconds))
+        kind, index, url, rate, seconds, full_feed = options.role
+        args = (kind, int(index), url, float(rate), float(seconds), full_feed == "full")
         profile_dir = os.environ.get("BENCH_TEAM_PROFILE")  # cProfile of each role's first
         if profile_dir and index == "0":
             import cProfile
@@ -327,6 +354,7 @@ def main() -> None:
                     url,
                     str(options.rate),
                     str(options.seconds),
+                    "full" if options.full_feed else "follow",
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
