@@ -3,9 +3,10 @@
 Roles, each a real process on one PostgreSQL server (a throwaway durable cluster from
 ``tests/support/postgres.py``, fsync and synchronous_commit on, or ``--pg-url``):
 
-* 12 **agents** propose at a paced aggregate ``--rate`` (proposals/s). Each follows the ledger's
-  change feed (``wait_for_change``: LISTEN/NOTIFY) and, when one of its proposals is approved,
-  claims it (``claim`` with the approved arguments' hash) and completes it.
+* 12 **agents** propose at a paced aggregate ``--rate`` (proposals/s). Each follows the
+  approvals of its own proposals on the ledger's change feed (``follow``: LISTEN/NOTIFY;
+  ``--full-feed``: the whole feed, ``wait_for_change``) and, when one of its proposals is
+  approved, claims it (``claim`` with the approved arguments' hash) and completes it.
 * 2 **approvers** follow the feed and approve what is proposed, as two operators would. Each
   takes its half of the proposals, and both go for every tenth one (a decided race: one
   wins, the other gets ``approval_already_decided``).
