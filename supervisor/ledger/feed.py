@@ -220,11 +220,10 @@ class FeedMixin(LedgerBase):
             return records, through, through == tip
 
     def _mark(self) -> int:
-        """The change board's position (0 while the ledger cannot be reached)."""
-        try:
-            return self._get_board().mark()
-        except (LedgerBusy, LedgerUnavailable):
-            return 0
+        """The change board's position; 0 before the board is opened (a board opened later
+        starts there), so a follower that never waits never holds a listening connection."""
+        board = self._board
+        return 0 if board is None else board.mark()
 
     def _wait_on_board(
         self, mark: int, timeout: float, interest: Interest | None = None
