@@ -3,9 +3,10 @@
 Roles, each a real process on one PostgreSQL server (a throwaway durable cluster from
 ``tests/support/postgres.py``, fsync and synchronous_commit on, or ``--pg-url``):
 
-* 12 **agents** propose at a paced aggregate ``--rate`` (proposals/s). Each follows the ledger's
-  change feed (``wait_for_change``: LISTEN/NOTIFY) and, when one of its proposals is approved,
-  claims it (``claim`` with the approved arguments' hash) and completes it.
+* 12 **agents** propose at a paced aggregate ``--rate`` (proposals/s). Each follows the
+  approvals of its own proposals on the ledger's change feed (``follow``: LISTEN/NOTIFY;
+  ``--full-feed``: the whole feed, ``wait_for_change``) and, when one of its proposals is
+  approved, claims it (``claim`` with the approved arguments' hash) and completes it.
 * 2 **approvers** follow the feed and approve what is proposed, as two operators would. Each
   takes its half of the proposals, and both go for every tenth one (a decided race: one
   wins, the other gets ``approval_already_decided``).
@@ -64,9 +65,14 @@ def _timed(samples: dict[str, list[float]], name: str, started: float) -> None:
     samples.setdefault(name, []).append((time.perf_counter() - started) * 1000)
 
 
-def role(kind: str, index: int, url: str, rate: float, start_at: float, seconds: float) -> None:
-    """One process of the team; prints its samples and counters as JSON when done."""
+def role(kind: str, index: int, url: str, rate: float, seconds: float, full_feed: bool) -> None:
+    """One process of the team; prints its samples and counters as JSON when done.
+
+    Once imported and connected it prints ``ready`` and reads the common start time (epoch
+    seconds) from stdin, so no process's start-up eats into another's measured window.
+    """
     from supervisor.ledger.errors import LedgerBusy, LedgerError, LedgerUnavailable
+    from supervisor.ledger.feed import FeedPage
     from supervisor.store.provider import SQLModelProvider
 
     provider = SQLModelProvider(url)
@@ -77,8 +83,34 @@ def role(kind: str, index: int, url: str, rate: float, start_at: float, seconds:
     mine: dict[str, str] = {}  # agent: proposal id -> args hash
     name = f"{kind}-{index}"
 
-    def count(key: str) -> None:
-        counts[key] = counts.get(key, 0) + 1
+    def count(key: str, by: int = 1) -> None:
+        counts[key] = counts.get(key, 0) + by
+
+    read_feed = ledger.events_since
+
+    def counted_events_since(cursor: int = 0, limit: int = 500) -> list[Any]:
+        records = read_feed(cursor, limit)
+        count("feed_reads")
+        count("feed_rows", len(records))
+        return records
+
+    ledger.events_since = counted_events_since  # type: ignore[method-assign]
+    read_matching = ledger._read_matching
+
+    def counted_read_matching(*args: Any) -> tuple[list[Any], int, bool]:
+        records, through, caught_up = read_matching(*args)
+        count("feed_reads")
+        count("feed_rows", len(records))
+        return records, through, caught_up
+
+    ledger._read_matching = counted_read_matching  # type: ignore[method-assign,assignment]
+    # What each role follows (``follow``); ``--full-feed``: every role reads the whole feed.
+    interests: dict[str, dict[str, Any]] = {
+        "agent": {"actions": ("approve",), "subjects": mine},
+        "approver": {"actions": ("propose",)},
+        "racer": {"actions": ("approve",)},
+    }
+    interest = interests[kind]
 
     def execute(proposal_id: str, args_hash: str, approved_at: datetime) -> None:
         started = time.perf_counter()
@@ -101,12 +133,15 @@ def role(kind: str, index: int, url: str, rate: float, start_at: float, seconds:
         _timed(samples, "complete", started)
 
     interval = AGENTS / rate if kind == "agent" else 0.0
+    print("ready", flush=True)
+    start_at = float(sys.stdin.readline())
     time.sleep(max(0.0, start_at - time.time()))
     began = time.monotonic()
     next_at = began + (index / AGENTS) * interval if kind == "agent" else float("inf")
     stop_proposing = began + seconds
     drain_until = stop_proposing + 10.0
     n = 0
+    page: FeedPage | None = None
     while True:
         now = time.monotonic()
         if now >= drain_until or (kind == "agent" and now >= stop_proposing and not mine):
@@ -130,8 +165,13 @@ def role(kind: str, index: int, url: str, rate: float, start_at: float, seconds:
                 next_at = now + interval
             continue
         wait = min(0.05, max(0.0, next_at - time.monotonic()))
-        for record in ledger.wait_for_change(cursor, timeout=wait):
-            cursor = record.seq
+        if full_feed:
+            records = ledger.wait_for_change(cursor, timeout=wait)
+            cursor = records[-1].seq if records else cursor
+        else:
+            page = ledger.follow(page or cursor, wait, **interest)
+            records, cursor = page.records, page.cursor
+        for record in records:
             subject = record.subject
             if kind == "approver" and record.action == "propose":
                 if _bucket(subject, APPROVERS) != index and _bucket(subject, 10) != 0:
@@ -258,11 +298,23 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="15 s")
     parser.add_argument("--pg-url")
     parser.add_argument("--no-tui", action="store_true")
+    parser.add_argument(
+        "--full-feed", action="store_true",
+        help="every process reads the whole feed (wait_for_change) instead of what it follows",
+    )  # fmt: skip
     parser.add_argument("--role", nargs=6, help="internal")
     options = parser.parse_args()
     if options.role:
-        kind, index, url, rate, start_at, seconds = options.role
-        role(kind, int(index), url, float(rate), float(start_at), float(seconds))
+        kind, index, url, rate, seconds, full_feed = options.role
+        args = (kind, int(index), url, float(rate), float(seconds), full_feed == "full")
+        profile_dir = os.environ.get("BENCH_TEAM_PROFILE")  # cProfile of each role's first
+        if profile_dir and index == "0":
+            import cProfile
+
+            cProfile.runctx("role(*args)", globals(), {"args": args},
+                            str(Path(profile_dir) / f"{kind}-{index}.prof"))  # fmt: skip
+        else:
+            role(*args)
         return
     if options.quick:
         options.seconds = 15.0
@@ -287,7 +339,6 @@ def main() -> None:
                         "create_customer", "schema-v1", {"name": f"seed {n}"}, owner="seed"
                     )
         idle_tui = [] if options.no_tui else asyncio.run(tui_probe(url, 5.0))
-        start_at = time.time() + 3.0
         layout = (
             [("agent", i) for i in range(AGENTS)]
             + [("approver", i) for i in range(APPROVERS)]
@@ -303,14 +354,22 @@ def main() -> None:
                     str(i),
                     url,
                     str(options.rate),
-                    repr(start_at),
                     str(options.seconds),
+                    "full" if options.full_feed else "follow",
                 ],
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
             )
             for kind, i in layout
         ]
+        for child in children:  # every process imported and connected before the clock starts
+            assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        start_at = time.time() + 1.0
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write(f"{start_at!r}\n")
+            child.stdin.flush()
         load: list[float] = []
         if not options.no_tui:
             time.sleep(max(0.0, start_at - time.time() + 2.0))

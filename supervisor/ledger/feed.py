@@ -6,7 +6,8 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from supervisor.ledger.verify import (
     LedgerReport,
     verify_ledger,
 )
-from supervisor.store.notify import ChangeProbe
+from supervisor.store.notify import ChangeBoard, Interest
 from supervisor.store.repository import LedgerTx
 
 FALLBACK_POLL_S = 1.0
@@ -35,13 +36,28 @@ FALLBACK_POLL_S = 1.0
 RETRY_S = 0.25
 """Pause between attempts while the ledger cannot be reached (a server restart)."""
 _BATCH = 2000
+_BOARD_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class FeedPage:
+    """What :meth:`FeedMixin.follow` read: the matching records and the next cursor."""
+
+    records: list[AuditRecord]
+    cursor: int
+    """The seq read through (at or past the last record's)."""
+    mark: int = 0
+    """The change board's position taken before the read."""
+    read_at: float = 0.0
+    """When the read was made (``time.monotonic``)."""
+    caught_up: bool = False
+    """The read reached the tip (it was not cut short by ``limit``)."""
 
 
 class FeedMixin(LedgerBase):
     """Readers follow the audit seq; writers wake them (data_version or NOTIFY)."""
 
-    _probe: ChangeProbe | None = None
-    _probe_lock: threading.Lock | None = None
+    _board: ChangeBoard | None = None
 
     def events_since(self, cursor: int = 0, limit: int = 500) -> list[AuditRecord]:
         """Audit records after ``cursor`` (an audit seq), oldest first.
@@ -77,12 +93,11 @@ class FeedMixin(LedgerBase):
             seq, digest = tx.audit_head()
         return ChainHead(seq=seq, hash=digest)
 
-    def _get_probe(self) -> tuple[ChangeProbe, threading.Lock]:
-        if self._probe_lock is None:
-            self._probe_lock = threading.Lock()
-        if self._probe is None:
-            self._probe = self.repository.change_probe()
-        return self._probe, self._probe_lock
+    def _get_board(self) -> ChangeBoard:
+        with _BOARD_LOCK:
+            if self._board is None:
+                self._board = ChangeBoard(self.repository.change_probe())
+            return self._board
 
     def wait_for_change(self, cursor: int, timeout: float, limit: int = 500) -> list[AuditRecord]:
         """Block until the ledger has records after ``cursor`` or ``timeout`` seconds pass.
@@ -98,6 +113,7 @@ class FeedMixin(LedgerBase):
         """
         deadline = time.monotonic() + max(timeout, 0.0)
         while True:
+            mark = self._mark()
             try:
                 records, reachable = self.events_since(cursor, limit), True
             except (LedgerBusy, LedgerUnavailable):
@@ -105,30 +121,125 @@ class FeedMixin(LedgerBase):
             remaining = deadline - time.monotonic()
             if records or remaining <= 0:
                 return records
-            if not (reachable and self._wait_on_probe(min(remaining, FALLBACK_POLL_S))):
+            if not reachable or self._wait_on_board(mark, min(remaining, FALLBACK_POLL_S)) is None:
                 time.sleep(min(remaining, RETRY_S))
 
-    def _wait_on_probe(self, timeout: float) -> bool:
-        """Wait on the change probe; ``False`` if the ledger could not be reached."""
+    def follow(
+        self,
+        after: int | FeedPage,
+        timeout: float,
+        *,
+        actions: Collection[str] | None = None,
+        subjects: Collection[str] | None = None,
+        limit: int = 500,
+    ) -> FeedPage:
+        """Like :meth:`wait_for_change`, for only some records: those whose action is in
+        ``actions`` and whose subject is in ``subjects`` (either ``None``: any).
+
+        The wait ends early only for a matching record: on PostgreSQL each notification names
+        its record, so writes to other proposals wake nobody who waits on one, and the feed
+        is re-read only when something matched (and at least every second, as any lost
+        notification is covered by then). Given the previous page, a call that comes soon
+        after it does not even re-read unless a matching notice came since. SQLite cannot tell
+        what changed, so there every call reads and every commit re-reads. Only matching
+        records are read, but the cursor moves past the others.
+
+        Args:
+            after: The previous page (or an audit seq, e.g. :meth:`head`).
+            timeout: Seconds to wait for a matching record.
+            actions: Audit actions to follow (e.g. ``{"approve"}``).
+            subjects: Subjects (proposal ids) to follow.
+            limit: The most records to read at once.
+
+        Returns:
+            The matching records after ``cursor`` (empty on timeout) and the next cursor.
+        """
+        wanted_actions = None if actions is None else frozenset(actions)
+        wanted_subjects = None if subjects is None else frozenset(subjects)
+
+        def interest(action: str, subject: str) -> bool:
+            return (wanted_actions is None or action in wanted_actions) and (
+                wanted_subjects is None or subject in wanted_subjects
+            )
+
+        deadline = time.monotonic() + max(timeout, 0.0)
+        page = after if isinstance(after, FeedPage) else FeedPage(records=[], cursor=after)
+        while True:
+            now = time.monotonic()
+            remaining = deadline - now
+            fresh_for = page.read_at + FALLBACK_POLL_S - now
+            if (
+                page.caught_up
+                and fresh_for > 0
+                and self._wait_on_board(page.mark, 0, interest) is False
+            ):
+                # Read through the tip moments ago and no matching notice since: wait first.
+                if remaining <= 0:
+                    return FeedPage(records=[], cursor=page.cursor, mark=page.mark,
+                                    read_at=page.read_at, caught_up=True)  # fmt: skip
+                if self._wait_on_board(page.mark, min(remaining, fresh_for), interest) is None:
+                    page = FeedPage(records=[], cursor=page.cursor)  # unreachable: read
+                continue
+            mark, read_at = self._mark(), time.monotonic()
+            try:
+                records, cursor, caught_up = self._read_matching(
+                    page.cursor, limit, wanted_actions, wanted_subjects
+                )
+            except (LedgerBusy, LedgerUnavailable):
+                time.sleep(max(0.0, min(deadline - time.monotonic(), RETRY_S)))
+                if time.monotonic() >= deadline:
+                    return FeedPage(records=[], cursor=page.cursor)
+                continue
+            page = FeedPage(records=records, cursor=cursor, mark=mark, read_at=read_at,
+                            caught_up=caught_up)  # fmt: skip
+            if records or time.monotonic() >= deadline:
+                return page
+
+    def _read_matching(
+        self,
+        cursor: int,
+        limit: int,
+        actions: frozenset[str] | None,
+        subjects: frozenset[str] | None,
+    ) -> tuple[list[AuditRecord], int, bool]:
+        """The matching records after ``cursor``, the seq read through and whether that is the
+        tip.
+
+        The tip is read first, then the records up to it: audit records become visible in seq
+        order (appends are serialised until commit), so none at or below the tip is missed.
+        """
+        with self.repository.read() as tx:
+            tip = tx.audit_tip()
+            if tip <= cursor:
+                return [], cursor, True
+            records, through = tx.audit_matching(
+                cursor, tip, limit,
+                actions=None if actions is None else sorted(actions),
+                subjects=None if subjects is None else sorted(subjects),
+            )  # fmt: skip
+            return records, through, through == tip
+
+    def _mark(self) -> int:
+        """The change board's position; 0 before the board is opened (a board opened later
+        starts there), so a follower that never waits never holds a listening connection."""
+        board = self._board
+        return 0 if board is None else board.mark()
+
+    def _wait_on_board(
+        self, mark: int, timeout: float, interest: Interest | None = None
+    ) -> bool | None:
+        """Wait for a notice after ``mark`` matching ``interest``: ``True`` if one came,
+        ``False`` on timeout, ``None`` if the ledger could not be reached."""
         try:
-            probe, lock = self._get_probe()
+            return self._get_board().wait(mark, timeout, interest)
         except (LedgerBusy, LedgerUnavailable):
-            return False
-        if not lock.acquire(timeout=timeout):
-            return True
-        try:
-            probe.wait(timeout)
-        except (LedgerBusy, LedgerUnavailable):
-            return False
-        finally:
-            lock.release()
-        return True
+            return None
 
     def close(self) -> None:
         """Release the change-feed connection (the engine is the caller's)."""
-        if self._probe is not None:
-            self._probe.close()
-            self._probe = None
+        if self._board is not None:
+            self._board.probe.close()
+            self._board = None
 
     def verify(
         self, anchor: Anchor | str | None = None, *, max_findings: int = DEFAULT_MAX_FINDINGS

@@ -238,9 +238,11 @@ class ApprovalLedger(
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return proposal
-            records = self.wait_for_change(cursor, min(remaining, 1.0))
-            if records:
-                cursor = records[-1].seq
+            # Only records about the live end wake this wait (writes to other proposals do
+            # not); anything missed is re-read within the second.
+            cursor = self.follow(
+                cursor, min(remaining, 1.0), subjects=(proposal.proposal_id,)
+            ).cursor
 
     def stored_result(self, proposal_id: str) -> bytes | None:
         """What a claimed call returned, as recorded with its execution (the result blob), or

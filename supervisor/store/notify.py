@@ -9,12 +9,21 @@ Driver errors on the probe's own connection (SQLAlchemy does not see it) are tra
 every other ledger call, into ``LedgerUnavailable`` / ``LedgerBusy``. A PostgreSQL probe whose
 connection was lost (a server restart) reconnects on its next ``wait`` and reports a possible
 change, since notifications sent meanwhile are gone.
+
+Each audited record's notification names it (:func:`notice_payload`), so a follower that cares
+about a few subjects or actions (a waiter for one proposal's decision) can skip the wake-ups
+for everything else: :class:`ChangeBoard` shares one probe between a process's threads and
+lets each wait for the notices it cares about. SQLite's probe cannot say what changed, so
+there every change matches.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from sqlalchemy.engine import Engine
@@ -22,10 +31,38 @@ from sqlalchemy.engine import Engine
 from supervisor.store.errors import classify_driver_error
 
 CHANNEL = "supervisor_ledger"
-"""Audited writes notify this channel (the payload is the newest audit seq)."""
+"""Audited writes notify this channel, once per audit record (:func:`notice_payload`)."""
 TRACE_CHANNEL = "supervisor_trace"
 """Transactions that append trace events notify this channel (live tails wake on it)."""
 SQLITE_POLL_S = 0.02
+_MAX_PAYLOAD = 7000
+"""PostgreSQL refuses NOTIFY payloads of 8000 bytes or more; longer notices name no record."""
+_BOARD_SIZE = 4096
+
+Notice = tuple[str, str] | None
+"""What a notification names: ``(action, subject)``, or ``None`` when it could be anything."""
+Interest = Callable[[str, str], bool]
+"""``interest(action, subject)``: whether a notice about that record should end a wait."""
+
+
+def notice_payload(seq: int, action: str, subject: str) -> str:
+    """The NOTIFY payload for one audit record: ``[seq, action, subject]`` as JSON (the seq
+    alone if that would be too long for a notification)."""
+    payload = json.dumps([seq, action, subject], separators=(",", ":"))
+    return payload if len(payload.encode()) <= _MAX_PAYLOAD else json.dumps([seq])
+
+
+def parse_notice(payload: str) -> Notice:
+    """The record a notification names, ``None`` if it names none (any change may be it)."""
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        return None
+    if isinstance(value, list) and len(value) == 3:
+        action, subject = value[1], value[2]
+        if isinstance(action, str) and isinstance(subject, str):
+            return action, subject
+    return None
 
 
 class ChangeProbe(Protocol):
@@ -33,6 +70,10 @@ class ChangeProbe(Protocol):
 
     def wait(self, timeout: float) -> bool:
         """Return ``True`` if something may have changed since the previous call."""
+        ...
+
+    def notices(self, timeout: float) -> list[Notice]:
+        """Like :meth:`wait`, but say what changed: every notice received (empty on timeout)."""
         ...
 
     def close(self) -> None:
@@ -75,6 +116,10 @@ class SqliteDataVersionProbe:
                     return False
                 time.sleep(min(SQLITE_POLL_S, remaining))
 
+    def notices(self, timeout: float) -> list[Notice]:
+        """One notice naming no record when the data version moved (SQLite cannot say more)."""
+        return [None] if self.wait(timeout) else []
+
     def close(self) -> None:
         """Return the connection to the pool."""
         self._connection.close()
@@ -114,24 +159,32 @@ class PostgresListenProbe:
         Raises:
             LedgerUnavailable: The server cannot be reached (the next call reconnects).
         """
+        return bool(self.notices(timeout))
+
+    def notices(self, timeout: float) -> list[Notice]:
+        """Wait for one notification or ``timeout`` seconds; return it and any others queued.
+
+        Raises:
+            LedgerUnavailable: The server cannot be reached (the next call reconnects).
+        """
         import psycopg
 
         with self._lock:
             if self._connection is None or self._connection.closed:
                 self._drop()
                 self._connect()
-                return True  # anything sent while disconnected was lost: re-read
-            woke = False
+                return [None]  # anything sent while disconnected was lost: re-read
+            received: list[Notice] = []
             try:
-                for _ in self._connection.notifies(timeout=max(timeout, 0.0), stop_after=1):
-                    woke = True
-                if woke:
-                    for _ in self._connection.notifies(timeout=0.0):
-                        pass
+                for notify in self._connection.notifies(timeout=max(timeout, 0.0), stop_after=1):
+                    received.append(parse_notice(notify.payload))
+                if received:
+                    for notify in self._connection.notifies(timeout=0.0):
+                        received.append(parse_notice(notify.payload))
             except psycopg.Error as error:
                 self._drop()
                 raise classify_driver_error(error) from error
-            return woke
+            return received
 
     def close(self) -> None:
         """Close the listening connection (a ``wait`` in another thread then fails and ends)."""
@@ -143,3 +196,72 @@ def open_probe(engine: Engine, channel: str = CHANNEL) -> ChangeProbe:
     if engine.dialect.name == "postgresql":
         return PostgresListenProbe(engine, channel)
     return SqliteDataVersionProbe(engine)
+
+
+class ChangeBoard:
+    """One process's change probe shared by its threads, each waiting for what it cares about.
+
+    Whichever waiter finds nobody reading the probe reads it and posts every notice on the
+    board; the others wait on the board. A waiter returns once a notice posted after its
+    :meth:`mark` matches its interest (a notice that names no record matches every interest),
+    so a follower of one proposal is not woken by writes to others, and no thread holds the
+    connection while another's notice goes unseen. Take the mark *before* reading the feed:
+    a change committed after the read is then posted after the mark.
+    """
+
+    def __init__(self, probe: ChangeProbe) -> None:
+        self.probe = probe
+        self._changed = threading.Condition()
+        self._posted = 0
+        self._board: deque[tuple[int, Notice]] = deque(maxlen=_BOARD_SIZE)
+        self._reading = False
+
+    def mark(self) -> int:
+        """The board's position now; pass it to :meth:`wait`."""
+        with self._changed:
+            return self._posted
+
+    def wait(self, since: int, timeout: float, interest: Interest | None = None) -> bool:
+        """Wait until a notice posted after ``since`` matches ``interest`` (any notice when
+        ``None``), or ``timeout`` seconds pass.
+
+        Returns:
+            ``True`` if a matching notice came (re-read the feed), ``False`` on timeout.
+
+        Raises:
+            LedgerUnavailable: The probe's server cannot be reached.
+        """
+        deadline = time.monotonic() + max(timeout, 0.0)
+        while True:
+            with self._changed:
+                if self._matched(since, interest):
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                if self._reading:
+                    self._changed.wait(remaining)
+                    continue
+                self._reading = True
+            notices: list[Notice] = []
+            try:
+                notices = self.probe.notices(remaining)
+            finally:
+                with self._changed:
+                    self._reading = False
+                    for notice in notices:
+                        self._posted += 1
+                        self._board.append((self._posted, notice))
+                    self._changed.notify_all()
+
+    def _matched(self, since: int, interest: Interest | None) -> bool:
+        if self._posted <= since:
+            return False
+        if interest is None or not self._board or self._board[0][0] > since + 1:
+            return True  # some notices after ``since`` fell off the board: assume a match
+        for number, notice in reversed(self._board):
+            if number <= since:
+                return False
+            if notice is None or interest(*notice):
+                return True
+        return False

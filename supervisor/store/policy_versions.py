@@ -63,6 +63,10 @@ class PolicyVersionsMixin:
 
         def _hot(self, statement: Any, params: dict[str, Any] | None = None) -> Any: ...
 
+    def _policy_known(self) -> bool:
+        """Whether this transaction has read the policy in force already."""
+        return self._policy_read is not _NOT_READ
+
     def _keep_policy_in_force(self, row: sa.Row[Any]) -> None:
         """Remember the policy read by a statement with :data:`POLICY_IN_FORCE_COLUMNS`."""
         self._policy_read = policy_in_force_from_row(row)

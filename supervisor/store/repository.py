@@ -3,8 +3,9 @@
 Writes go through :meth:`Repository.write`, which serialises audited writers across processes
 and hosts: SQLite transactions begin with ``BEGIN IMMEDIATE``; PostgreSQL transactions take
 ``pg_advisory_xact_lock`` first. Inside, the chain tip is read and the next audit seq written
-with no gap. On PostgreSQL a ``NOTIFY`` is queued in the same transaction, so listeners wake
-exactly when the change is committed.
+with no gap. On PostgreSQL each audit record's INSERT also queues its ``NOTIFY`` (one statement,
+so no extra round trip while the lock is held), so listeners wake exactly when the change is
+committed and learn which record it was.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from supervisor.ledger.models import (
     Proposal,
     ProposalStatus,
 )
+from supervisor.ledger.policy import PolicyInForce
 from supervisor.store.convert import (
     EXECUTION_PREFIX,
     audit_from_row,
@@ -46,7 +48,13 @@ from supervisor.store.errors import translate_errors
 from supervisor.store.grants import GrantsMixin
 from supervisor.store.ids import IdsMixin
 from supervisor.store.leases import LeasesMixin
-from supervisor.store.notify import CHANNEL, TRACE_CHANNEL, ChangeProbe, open_probe
+from supervisor.store.notify import (
+    CHANNEL,
+    TRACE_CHANNEL,
+    ChangeProbe,
+    notice_payload,
+    open_probe,
+)
 from supervisor.store.operators import OperatorsMixin
 from supervisor.store.policy_versions import POLICY_IN_FORCE_COLUMNS, PolicyVersionsMixin
 from supervisor.store.registry import RegistryMixin
@@ -72,6 +80,7 @@ _SELECT_PROPOSAL = sa.select(_PROPOSAL).where(_PROPOSAL.c.id == sa.bindparam("w_
 _SELECT_EXECUTION = sa.select(_EXECUTION).where(
     _EXECUTION.c.proposal_id == sa.bindparam("w_proposal_id")
 )
+_AUDIT_MAX = sa.select(sa.func.max(_AUDIT.c.seq))
 _AUDIT_TIP = sa.select(_AUDIT.c.seq, _AUDIT.c.hash).order_by(_AUDIT.c.seq.desc()).limit(1)
 # A write's first read: the proposal, its execution (if claimed), the audit chain tip and the
 # approval policy in force in one statement; tip and policy are primary-key index seeks.
@@ -94,6 +103,20 @@ _SELECT_FOR_WRITE = (
     .select_from(_PROPOSAL.outerjoin(_EXECUTION, _EXECUTION.c.proposal_id == _PROPOSAL.c.id))
     .where(_PROPOSAL.c.id == sa.bindparam("w_id"))
 )
+# A new proposal's first read: the policy in force and the audit chain tip in one statement.
+_IN_FORCE_AND_TIP = sa.select(
+    *POLICY_IN_FORCE_COLUMNS,
+    sa.select(_AUDIT.c.seq)
+    .order_by(_AUDIT.c.seq.desc())
+    .limit(1)
+    .scalar_subquery()
+    .label("tip_seq"),
+    sa.select(_AUDIT.c.hash)
+    .order_by(_AUDIT.c.seq.desc())
+    .limit(1)
+    .scalar_subquery()
+    .label("tip_hash"),
+)
 # Every proposal with its execution (if claimed), in id order, for the audit replay.
 _SELECT_WITH_EXECUTIONS = (
     sa.select(_PROPOSAL, *[column.label(EXECUTION_PREFIX + column.name) for column in _EXECUTION.c])
@@ -109,6 +132,17 @@ _SELECT_SUBJECT_AUDIT = (
 _INSERT_PROPOSAL = sa.insert(_PROPOSAL)
 _INSERT_DOMAIN = sa.insert(_DOMAIN)
 _INSERT_AUDIT = sa.insert(_AUDIT)
+# PostgreSQL: the audit INSERT and its NOTIFY in one statement (a data-modifying CTE).
+_INSERT_AUDIT_NOTIFY = sa.select(
+    sa.func.pg_notify(sa.bindparam("n_channel"), sa.bindparam("n_payload"))
+).select_from(
+    sa.insert(_AUDIT)
+    .values({column.name: sa.bindparam(column.name) for column in _AUDIT.c})
+    .returning(_AUDIT.c.seq)
+    .cte("appended")
+)
+# Audit records after a seq, up to a tip, optionally only some actions and subjects.
+_FILTER_SUBJECTS_MAX = 500
 _INSERT_EXECUTION = sa.insert(_EXECUTION).returning(*_EXECUTION.c)
 _ADVISORY_LOCK = sa.text("SELECT pg_advisory_xact_lock(:key)")
 _NOTIFY = sa.text("SELECT pg_notify(:channel, :seq)")
@@ -288,6 +322,21 @@ class LedgerTx(
             )
         self._keep_policy_in_force(row)
         return proposal_from_row(row), joined_execution(row)
+
+    def policy_in_force(self) -> PolicyInForce:
+        """The policy in force (see :class:`PolicyVersionsMixin`); read first in a transaction,
+        it brings the audit chain tip for :meth:`append_audit` in the same statement, as
+        :meth:`proposal_for_write` does (one round trip fewer while a propose holds the lock).
+        """
+        if self._tip is None and not self._policy_known():
+            row = self._hot(_IN_FORCE_AND_TIP).one()
+            self._tip = (
+                (int(row.tip_seq), str(row.tip_hash))
+                if row.tip_seq is not None
+                else (0, GENESIS_HASH)
+            )
+            self._keep_policy_in_force(row)
+        return super().policy_in_force()
 
     def proposals_with_executions(
         self, after_id: str = "", limit: int = 1000
@@ -527,7 +576,13 @@ class LedgerTx(
             seq=seq, at=at, actor=actor, action=action, subject=subject,
             payload=payload, prev_hash=prev_hash, hash=record_hash,
         )  # fmt: skip
-        self._hot(_INSERT_AUDIT, audit_to_values(record, payload_json), insert=True)
+        values = audit_to_values(record, payload_json)
+        if self.dialect == "postgresql":
+            values["n_channel"] = CHANNEL
+            values["n_payload"] = notice_payload(seq, action, subject)
+            self._execute(_INSERT_AUDIT_NOTIFY, values)
+        else:
+            self._hot(_INSERT_AUDIT, values, insert=True)
         self._tip = (seq, record_hash)
         self.last_audit_seq = seq
         return record
@@ -536,6 +591,37 @@ class LedgerTx(
         """Audit records with seq greater than ``seq``, ascending."""
         query = select(AuditRow).where(AuditRow.seq > seq).order_by(col(AuditRow.seq)).limit(limit)
         return [audit_from_row(row) for row in self.session.exec(query).all()]
+
+    def audit_matching(
+        self,
+        after: int,
+        through: int,
+        limit: int,
+        *,
+        actions: Sequence[str] | None = None,
+        subjects: Sequence[str] | None = None,
+    ) -> tuple[list[AuditRecord], int]:
+        """Audit records with ``after < seq <= through``, ascending, whose action is in
+        ``actions`` and subject in ``subjects`` (either ``None``: any), at most ``limit`` read.
+        More than a few hundred subjects are filtered here rather than sent to the server.
+
+        Returns:
+            The matching records and the seq read through (``through`` unless ``limit``
+            rows were read): the follower's next cursor.
+        """
+        query = sa.select(_AUDIT).where(_AUDIT.c.seq > after, _AUDIT.c.seq <= through)
+        if actions is not None:
+            query = query.where(_AUDIT.c.action.in_(list(actions)))
+        wanted = None
+        if subjects is not None and len(subjects) > _FILTER_SUBJECTS_MAX:
+            wanted = set(subjects)
+        elif subjects is not None:
+            query = query.where(_AUDIT.c.subject.in_(list(subjects)))
+        rows = self._execute(query.order_by(_AUDIT.c.seq).limit(limit)).all()
+        records = [audit_from_row(row) for row in rows]
+        if wanted is not None:
+            records = [record for record in records if record.subject in wanted]
+        return records, int(rows[-1].seq) if len(rows) >= limit else through
 
     def audit_of(self, subject: str) -> list[AuditRecord]:
         """Every audit record about ``subject`` (a proposal id), ascending seq.
@@ -553,7 +639,7 @@ class LedgerTx(
 
     def audit_tip(self) -> int:
         """The highest audit seq (0 for an empty log)."""
-        value = self.session.exec(select(sa.func.max(AuditRow.seq))).one()
+        value = self._execute(_AUDIT_MAX).scalar()
         return int(value or 0)
 
 
@@ -619,12 +705,8 @@ class Repository:
                     tx._close(flush=False)
                     raise
                 tx._close(flush=True)
-                if self.dialect == "postgresql":
-                    if tx.last_audit_seq is not None:
-                        seq = str(tx.last_audit_seq)
-                        connection.execute(_NOTIFY, {"channel": CHANNEL, "seq": seq})
-                    if tx.traced:
-                        connection.execute(_NOTIFY, {"channel": TRACE_CHANNEL, "seq": ""})
+                if self.dialect == "postgresql" and tx.traced:
+                    connection.execute(_NOTIFY, {"channel": TRACE_CHANNEL, "seq": ""})
 
     def read(self, *, snapshot: bool = False) -> AbstractContextManager[LedgerTx]:
         """A read-only transaction (a consistent snapshot on SQLite WAL).
