@@ -132,6 +132,9 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
         self.processes = processes
         self.process_control = process_control
         self._loaded = False
+        # The detail pane shows a trace event the operator chose: inbox changes leave it there
+        # until the operator points at the inbox again (a key, a click or focusing it).
+        self.showing_event = False
         self.trace_filter: TraceFilter = ALL_EVENTS
 
     def compose(self) -> ComposeResult:
@@ -240,7 +243,8 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
         inbox.apply(change)
         self.move_to_followed()
         # The detail follows in the same frame as the rows, never one paint behind them.
-        self._select(inbox.highlighted())
+        if not self.showing_event:
+            self._select(inbox.highlighted())
         if not self._loaded:
             self.notices.seen(change.upserted)  # pending before this console started
             self._loaded = change.loaded
@@ -370,7 +374,16 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
     # -- selection and detail -------------------------------------------------------------
 
     def on_inbox_pane_proposal_highlighted(self, message: InboxPane.ProposalHighlighted) -> None:
-        self._select(message.proposal)
+        if self.showing_event and not message.by_operator:
+            return  # the rows changed under the cursor: the event stays in the detail
+        self._show_inbox_proposal(message.proposal)
+
+    def _show_inbox_proposal(self, proposal: Proposal | None) -> None:
+        """The operator pointed at the inbox: its row under the cursor goes in the detail (a
+        trace event shown there gives way; with the inbox empty it stays)."""
+        if proposal is not None:
+            self.showing_event = False
+        self._select(proposal)
 
     def proposal_at_cursor(self) -> Proposal | None:
         """The proposal a key means: the inbox row under the cursor when the inbox has the
@@ -391,6 +404,7 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
             self.load_detail(proposal.proposal_id)
 
     def on_trace_view_event_selected(self, message: TraceView.EventSelected) -> None:
+        self.showing_event = True
         self.selection.clear()
         detail = self.query_one(DetailPane)
         detail.show_event(message.event)
@@ -468,6 +482,9 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         self._show_view(self.focused)
+        inbox = self.query_one(InboxPane)
+        if self.showing_event and self.focused is inbox.table:
+            self._show_inbox_proposal(inbox.highlighted())
 
     def _show_view(self, focused: object) -> None:
         detail = self.query_one(DetailPane)

@@ -161,3 +161,80 @@ async def test_a_trace_event_in_the_detail_stays_while_the_empty_inbox_refreshes
         await pilot.pause()
         assert detail.event is not None and detail.proposal is None
         await expect_drawn(pilot, fields, ["agent       billing-agent"])
+
+
+async def test_a_trace_event_in_the_detail_stays_while_proposals_arrive_until_the_inbox_is_used(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    """With proposals pending, every inbox change re-announces the row under the cursor; the
+    trace event the operator chose stays in the detail until they point at the inbox again
+    (and no decision key applies meanwhile: nothing is selected)."""
+    propose(provider.ledger, "refund", arguments={"order": "P-1", "amount": 5})
+    provider.ledger.append_trace(
+        [
+            TraceEvent(
+                at=datetime.now(UTC), agent_id="billing-agent", thread_id="t-1", run_id="r",
+                kind="tool_call", tool="lookup", outcome_status="ok",
+                payload={"order": "A-1"},
+            )
+        ]
+    )  # fmt: skip
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        detail = screen.query_one(DetailPane)
+        trace = screen.query_one(TraceView)
+        inbox = screen.query_one(InboxPane)
+        fields = screen.query_one("#detail-fields", Static)
+        await wait_for(pilot, lambda: len(trace.events) == 1 and screen.guard is not None)
+        await pilot.press("t", "up")
+        await wait_for(pilot, lambda: detail.event is not None)
+        await expect_drawn(pilot, fields, ["agent       billing-agent"])
+        # A second proposal arrives through the ledger's feed while the event is read.
+        arrived = propose(provider.ledger, "refund", arguments={"order": "P-2", "amount": 7})
+        await wait_for(pilot, lambda: arrived.proposal_id in inbox.proposals)
+        await pilot.pause()
+        assert detail.event is not None and detail.proposal is None
+        assert not screen.selection.pending  # the decision keys do not apply to the event
+        await expect_drawn(pilot, fields, ["agent       billing-agent"])
+        # Focusing the inbox brings its row under the cursor back into the detail.
+        await pilot.press("i")
+        await wait_for(pilot, lambda: detail.proposal is not None)
+        assert detail.proposal is not None
+        assert detail.proposal.proposal_id == inbox.highlighted().proposal_id  # type: ignore[union-attr]
+        await wait_for(pilot, lambda: screen.guard is not None)
+
+
+async def test_a_key_in_the_focused_empty_inbox_shows_the_proposal_that_arrived_since(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    """The operator reads a trace event, focuses the empty inbox (the event stays: there is
+    no row to show), a proposal arrives (the event still stays), then a key in the inbox
+    shows the proposal under the cursor."""
+    provider.ledger.append_trace(
+        [
+            TraceEvent(
+                at=datetime.now(UTC), agent_id="billing-agent", thread_id="t-1", run_id="r",
+                kind="tool_call", tool="lookup", outcome_status="ok", payload={},
+            )
+        ]
+    )  # fmt: skip
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = main_screen(app)
+        detail = screen.query_one(DetailPane)
+        trace = screen.query_one(TraceView)
+        inbox = screen.query_one(InboxPane)
+        await wait_for(pilot, lambda: len(trace.events) == 1)
+        await pilot.press("t", "up")
+        await wait_for(pilot, lambda: detail.event is not None)
+        await pilot.press("i")
+        await pilot.pause()
+        assert screen.focused is inbox.table and detail.event is not None
+        arrived = propose(provider.ledger, "refund", arguments={"order": "P-3", "amount": 9})
+        await wait_for(pilot, lambda: arrived.proposal_id in inbox.proposals)
+        await pilot.pause()
+        assert detail.event is not None and detail.proposal is None
+        await pilot.press("up")  # the cursor stays on the only row: still a key on it
+        await wait_for(pilot, lambda: detail.proposal is not None)
+        assert detail.proposal is not None and detail.proposal.proposal_id == arrived.proposal_id

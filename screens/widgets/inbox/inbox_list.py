@@ -119,7 +119,11 @@ class InboxList(ScrollView, can_focus=True):
 
     @dataclass
     class CursorMoved(Message):
-        """The cursor moved to another row (or the row under it changed)."""
+        """The cursor moved to another row (or the row under it changed), or the operator
+        pointed at a row (a key or a click, even on the row already under the cursor)."""
+
+        #: A key or click of the operator's, not the rows changing under the cursor.
+        by_operator: bool = False
 
     def __init__(self, cells_of: Callable[[str], Cells], *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -165,8 +169,14 @@ class InboxList(ScrollView, can_focus=True):
     def _page_height(self) -> int:
         return max(1, self.scrollable_content_region.height - 1)
 
-    def move_cursor(self, row: int) -> None:
-        """Put the cursor on ``row`` (clamped) and scroll it into view."""
+    def move_cursor(self, row: int, *, by_operator: bool = False) -> None:
+        """Put the cursor on ``row`` (clamped) and scroll it into view.
+
+        Args:
+            row: The row to put the cursor on.
+            by_operator: A key or click asked for it: said even when the cursor stays put
+                (the screen shows that row again if the detail pane shows something else).
+        """
         if not self.row_ids:
             return
         row = max(0, min(row, len(self.row_ids) - 1))
@@ -178,21 +188,21 @@ class InboxList(ScrollView, can_focus=True):
         elif row >= top + self._page_height:
             self.scroll_to(y=row - self._page_height + 1, animate=False, immediate=True)
         self.refresh()
-        if moved:
-            self.post_message(self.CursorMoved())
+        if moved or by_operator:
+            self.post_message(self.CursorMoved(by_operator))
 
     def action_move(self, delta: int) -> None:
-        self.move_cursor(self.cursor_row + delta)
+        self.move_cursor(self.cursor_row + delta, by_operator=True)
 
     def action_page(self, direction: int) -> None:
-        self.move_cursor(self.cursor_row + direction * self._page_height)
+        self.move_cursor(self.cursor_row + direction * self._page_height, by_operator=True)
 
     def action_move_to(self, row: int) -> None:
-        self.move_cursor(row if row >= 0 else len(self.row_ids) - 1)
+        self.move_cursor(row if row >= 0 else len(self.row_ids) - 1, by_operator=True)
 
     def on_click(self, event: events.Click) -> None:
         if event.y >= 1:
-            self.move_cursor(int(self.scroll_offset.y) + event.y - 1)
+            self.move_cursor(int(self.scroll_offset.y) + event.y - 1, by_operator=True)
 
     # -- drawing --------------------------------------------------------------------------
 

@@ -95,6 +95,8 @@ class InboxPane(Vertical):
         """The cursor is on ``proposal`` (``None`` when the inbox is empty)."""
 
         proposal: Proposal | None
+        #: The operator moved the cursor or pointed at the row (not the rows changing).
+        by_operator: bool = False
 
     def __init__(self, high_risk_domains: Collection[str], *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -218,8 +220,8 @@ class InboxPane(Vertical):
         row_id = self.table.cursor_id
         return self.proposals.get(row_id) if row_id is not None else None
 
-    def _announce(self) -> None:
-        self.post_message(self.ProposalHighlighted(self.highlighted()))
+    def _announce(self, *, by_operator: bool = False) -> None:
+        self.post_message(self.ProposalHighlighted(self.highlighted(), by_operator))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "inbox-filter":
@@ -228,4 +230,4 @@ class InboxPane(Vertical):
 
     def on_inbox_list_cursor_moved(self, event: InboxList.CursorMoved) -> None:
         event.stop()
-        self._announce()
+        self._announce(by_operator=event.by_operator)
