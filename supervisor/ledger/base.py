@@ -34,7 +34,7 @@ from supervisor.ledger.policy import (
     PolicyVersion,
 )
 from supervisor.store.migrate import ensure_schema
-from supervisor.store.repository import LedgerTx, Repository
+from supervisor.store.repository import AuditEntry, LedgerTx, Repository
 
 DEFAULT_TTL_SECONDS = 24 * 3600.0
 
@@ -310,18 +310,18 @@ class LedgerBase:
             values={"status": ProposalStatus.EXPIRED, "updated_at": now},
         )
         if changed == 1:
-            tx.append_audit(
-                at=now,
-                actor="ledger",
-                action="expire",
-                subject=proposal.proposal_id,
-                payload={
-                    "from": proposal.status.value,
-                    "to": "expired",
-                    "expires_at": proposal.expires_at.isoformat(),
-                },
-            )
+            tx.append_audit(**LedgerBase._expired_entry(proposal, now)._asdict())
         return changed == 1
+
+    @staticmethod
+    def _expired_entry(proposal: Proposal, now: datetime) -> AuditEntry:
+        """The expire record of ``proposal`` (its status and expiry as they were)."""
+        payload = {
+            "from": proposal.status.value,
+            "to": "expired",
+            "expires_at": proposal.expires_at.isoformat(),
+        }
+        return AuditEntry(now, "ledger", "expire", proposal.proposal_id, payload)
 
     @staticmethod
     def _audit_proposed(

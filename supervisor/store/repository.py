@@ -10,11 +10,12 @@ committed and learn which record it was.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime
-from typing import Any, cast
+from datetime import UTC, datetime
+from typing import Any, NamedTuple, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -132,6 +133,40 @@ _SELECT_SUBJECT_AUDIT = (
 _INSERT_PROPOSAL = sa.insert(_PROPOSAL)
 _INSERT_DOMAIN = sa.insert(_DOMAIN)
 _INSERT_AUDIT = sa.insert(_AUDIT)
+# PostgreSQL: a batch of audit records from one JSON array (one parameter: psycopg would
+# quote text arrays element by element in Python), and one NOTIFY per record in seq order, in
+# one statement (a data-modifying CTE runs to completion unreferenced).
+_INSERT_AUDITS_NOTIFY = sa.text(
+    "WITH appended AS (INSERT INTO audit"
+    " (seq, at, actor, action, subject, payload_json, prev_hash, hash)"
+    " SELECT seq, at, actor, action, subject, payload_json, prev_hash, hash"
+    " FROM json_to_recordset(CAST(:rows AS json)) AS r(seq bigint, at timestamptz,"
+    " actor text, action text, subject text, payload_json text, prev_hash text, hash text))"
+    " SELECT pg_notify(:channel, p.payload)"
+    " FROM json_array_elements_text(CAST(:payloads AS json)) WITH ORDINALITY AS p(payload, n)"
+    " ORDER BY p.n"
+)
+# Pending or approved proposals whose expiry passed, soonest first (ix_proposal_status_expires).
+_SELECT_DUE = (
+    sa.select(_PROPOSAL)
+    .where(
+        _PROPOSAL.c.status.in_([ProposalStatus.PENDING.value, ProposalStatus.APPROVED.value]),
+        _PROPOSAL.c.expires_at <= sa.bindparam("w_now"),
+    )
+    .order_by(_PROPOSAL.c.expires_at, _PROPOSAL.c.id)
+    .limit(sa.bindparam("w_limit"))
+)
+# An expiry sweep's conditional UPDATE of every due proposal at once; the ids it changed.
+_EXPIRE_DUE = (
+    sa.update(_PROPOSAL)
+    .where(
+        _PROPOSAL.c.id.in_(sa.bindparam("w_ids", expanding=True)),
+        _PROPOSAL.c.status.in_([ProposalStatus.PENDING.value, ProposalStatus.APPROVED.value]),
+        _PROPOSAL.c.expires_at <= sa.bindparam("w_now"),
+    )
+    .values(status=ProposalStatus.EXPIRED.value, updated_at=sa.bindparam("v_updated_at"))
+    .returning(_PROPOSAL.c.id)
+)
 # PostgreSQL: the audit INSERT and its NOTIFY in one statement (a data-modifying CTE).
 _INSERT_AUDIT_NOTIFY = sa.select(
     sa.func.pg_notify(sa.bindparam("n_channel"), sa.bindparam("n_payload"))
@@ -147,6 +182,18 @@ _INSERT_EXECUTION = sa.insert(_EXECUTION).returning(*_EXECUTION.c)
 _ADVISORY_LOCK = sa.text("SELECT pg_advisory_xact_lock(:key)")
 _NOTIFY = sa.text("SELECT pg_notify(:channel, :seq)")
 _UPDATE_PROPOSAL_CACHE: dict[tuple[Any, ...], Any] = {}
+
+
+class AuditEntry(NamedTuple):
+    """What one audit record says; :meth:`LedgerTx.append_audits` chains it."""
+
+    at: datetime
+    actor: str
+    action: str
+    subject: str
+    payload: dict[str, Any]
+
+
 # SQLite: the hot statements above compiled once for the driver (None: this shape runs through
 # Core), keyed by the prebuilt statement's identity (they live as long as the module) and, for
 # an INSERT, the columns given.
@@ -480,14 +527,20 @@ class LedgerTx(
 
     def proposals_due(self, now: datetime, limit: int) -> list[Proposal]:
         """Pending or approved proposals whose expiry has passed."""
-        query = (
-            select(ProposalRow)
-            .where(col(ProposalRow.status).in_(["pending", "approved"]))
-            .where(col(ProposalRow.expires_at) <= now)
-            .order_by(col(ProposalRow.expires_at), col(ProposalRow.id))
-            .limit(limit)
-        )
-        return [proposal_from_row(row) for row in self.session.exec(query).all()]
+        params = {"w_now": now, "w_limit": limit}
+        return [proposal_from_row(row) for row in self._execute(_SELECT_DUE, params).all()]
+
+    def expire_due_proposals(self, due: Sequence[Proposal], now: datetime) -> set[str]:
+        """Mark ``due`` (from :meth:`proposals_due`, read in this write transaction) expired
+        with one UPDATE; returns the ids it changed.
+
+        The UPDATE re-checks each row (still pending or approved, expiry passed); writers are
+        serialised, so a changed row's status and expiry are still those read in ``due``.
+        """
+        if not due:
+            return set()
+        params = {"w_ids": [p.proposal_id for p in due], "w_now": now, "v_updated_at": now}
+        return {str(row.id) for row in self._execute(_EXPIRE_DUE, params).all()}
 
     def proposals_terminal_before(
         self, statuses: Sequence[ProposalStatus], before: datetime, limit: int
@@ -562,11 +615,47 @@ class LedgerTx(
         The chain tip is read once per transaction (one indexed query on the primary key) and
         then followed locally: writers are serialised, so nobody else can append meanwhile.
         """
+        record, values = self._chained(AuditEntry(at, actor, action, subject, payload))
+        if self.dialect == "postgresql":
+            values["n_channel"] = CHANNEL
+            values["n_payload"] = notice_payload(record.seq, action, subject)
+            self._execute(_INSERT_AUDIT_NOTIFY, values)
+        else:
+            self._hot(_INSERT_AUDIT, values, insert=True)
+        self.last_audit_seq = record.seq
+        return record
+
+    def append_audits(self, entries: Sequence[AuditEntry]) -> list[AuditRecord]:
+        """Append chained audit records in order with one INSERT (and, on PostgreSQL, one
+        statement for their notices), for a write that records many changes at once: a sweep
+        holds the chain lock for three statements instead of two per record."""
+        if not entries:
+            return []
+        records: list[AuditRecord] = []
+        rows: list[dict[str, Any]] = []
+        for entry in entries:
+            record, values = self._chained(entry)
+            records.append(record)
+            rows.append(values)
+        if self.dialect == "postgresql":
+            for row in rows:
+                row["at"] = row["at"].astimezone(UTC).isoformat()
+            notices = [notice_payload(r.seq, r.action, r.subject) for r in records]
+            batch = {"rows": json.dumps(rows), "channel": CHANNEL, "payloads": json.dumps(notices)}
+            self._execute(_INSERT_AUDITS_NOTIFY, batch)
+        else:
+            self._execute(_INSERT_AUDIT, rows)
+        self.last_audit_seq = records[-1].seq
+        return records
+
+    def _chained(self, entry: AuditEntry) -> tuple[AuditRecord, dict[str, Any]]:
+        """The next record of the chain for ``entry`` and its column values; moves the tip."""
         tip = self._tip
         if tip is None:
             row = self._hot(_AUDIT_TIP).first()
             tip = (int(row.seq), str(row.hash)) if row else (0, GENESIS_HASH)
         seq, prev_hash = tip[0] + 1, tip[1]
+        at, actor, action, subject, payload = entry
         payload_json = canonical_json(payload)
         record_hash = chain_hash_json(
             seq=seq, at=at, actor=actor, action=action, subject=subject,
@@ -576,16 +665,8 @@ class LedgerTx(
             seq=seq, at=at, actor=actor, action=action, subject=subject,
             payload=payload, prev_hash=prev_hash, hash=record_hash,
         )  # fmt: skip
-        values = audit_to_values(record, payload_json)
-        if self.dialect == "postgresql":
-            values["n_channel"] = CHANNEL
-            values["n_payload"] = notice_payload(seq, action, subject)
-            self._execute(_INSERT_AUDIT_NOTIFY, values)
-        else:
-            self._hot(_INSERT_AUDIT, values, insert=True)
         self._tip = (seq, record_hash)
-        self.last_audit_seq = seq
-        return record
+        return record, audit_to_values(record, payload_json)
 
     def audit_after(self, seq: int, limit: int = 500) -> list[AuditRecord]:
         """Audit records with seq greater than ``seq``, ascending."""

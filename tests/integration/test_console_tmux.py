@@ -176,6 +176,10 @@ def test_keys_copy_prefix_and_a_100x30_layout_in_a_real_terminal(
     # The same for "Down r": the reject dialog never names the row just left.
     with SQLModelProvider(url) as provider:
         left_tool = provider.ledger.get(first_left).tool_name
+    # A refusal for arguments not shown brings the detail forward (at 100 columns it hides the
+    # lists): back to the inbox first, as the operator would, so Home moves its cursor.
+    tmux.keys("i")
+    tmux.wait_for(lambda s: "Approval inbox" in s, 10, "the inbox after the refusal")
     tmux.keys("Home")
     tmux.keys("d")
     tmux.wait_for(lambda s: f"id          {first_left}" in s, 10, "the first row's detail again")

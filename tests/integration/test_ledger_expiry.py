@@ -94,3 +94,35 @@ def test_expired_is_never_revived(ledger: ApprovalLedger, clock: ManualClock) ->
         ledger.extend(proposal.proposal_id, 100, "alice")
     with pytest.raises((ApprovalExpired, ApprovalAlreadyDecided)):
         ledger.approve(proposal.proposal_id, "alice")
+
+
+def test_a_sweep_of_many_writes_one_record_per_proposal_in_order_with_what_it_was(
+    ledger: ApprovalLedger, clock: ManualClock
+) -> None:
+    """The sweep expires a batch in one statement and appends the batch's records together:
+    each record still names its proposal and the status it left, in expiry order, chained."""
+    proposals = [ledger.propose("tool", "s", {"n": n}, ttl_seconds=10 + n) for n in range(40)]
+    approved = {p.proposal_id for p in proposals[::3]}
+    for proposal_id in approved:
+        ledger.approve(proposal_id, "alice")
+    ledger.reject(proposals[1].proposal_id, "alice")
+    head = ledger.head()
+    clock.advance(100)
+    expired = ledger.expire_due(limit=25)
+    due = [p.proposal_id for p in proposals if p.proposal_id != proposals[1].proposal_id]
+    assert expired == due[:25]  # oldest expiry first, at most the limit
+    records = ledger.events_since(head)
+    assert [r.seq for r in records] == list(range(head + 1, head + 26))
+    assert [(r.action, r.subject) for r in records] == [("expire", i) for i in due[:25]]
+    by_id = {p.proposal_id: p for p in proposals}
+    for record in records:
+        was = "approved" if record.subject in approved else "pending"
+        assert record.payload == {
+            "from": was, "to": "expired",
+            "expires_at": by_id[record.subject].expires_at.isoformat(),
+        }  # fmt: skip
+    assert ledger.expire_due(limit=1000) == due[25:]
+    assert ledger.expire_due() == []
+    assert {ledger.get(i).status for i in due} == {ProposalStatus.EXPIRED}
+    assert ledger.get(proposals[1].proposal_id).status is ProposalStatus.REJECTED
+    assert ledger.verify().ok

@@ -157,3 +157,23 @@ def test_wait_decided_returns_the_decision_made_in_another_process(
     other.join()
     approver.join()
     assert decided.status.value == "approved"
+
+
+def test_a_sweep_notifies_each_expired_proposal_in_order(
+    postgres_url: str, pg_ledger: ApprovalLedger
+) -> None:
+    """A batched expiry sweep still sends one notice per record, naming it, in seq order, so
+    a waiter for one of those proposals wakes."""
+    ids = [pg_ledger.propose("t", "h", {"n": n}, ttl_seconds=0.2).proposal_id for n in range(30)]
+    head = pg_ledger.head()
+    time.sleep(0.3)
+    with psycopg.connect(
+        postgres_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
+    ) as listener:
+        listener.execute(f"LISTEN {CHANNEL}")
+        expired = pg_ledger.expire_due()
+        payloads = [n.payload for n in listener.notifies(timeout=10, stop_after=30)]
+    assert sorted(expired) == sorted(ids)
+    assert [json.loads(p) for p in payloads] == [
+        [head + n + 1, "expire", subject] for n, subject in enumerate(expired)
+    ]
