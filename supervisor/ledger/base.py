@@ -310,18 +310,19 @@ class LedgerBase:
             values={"status": ProposalStatus.EXPIRED, "updated_at": now},
         )
         if changed == 1:
-            tx.append_audit(**LedgerBase._expired_entry(proposal, now)._asdict())
+            entry = LedgerBase._expired_entry(
+                proposal.proposal_id, proposal.status, proposal.expires_at, now
+            )
+            tx.append_audit(**entry._asdict())
         return changed == 1
 
     @staticmethod
-    def _expired_entry(proposal: Proposal, now: datetime) -> AuditEntry:
-        """The expire record of ``proposal`` (its status and expiry as they were)."""
-        payload = {
-            "from": proposal.status.value,
-            "to": "expired",
-            "expires_at": proposal.expires_at.isoformat(),
-        }
-        return AuditEntry(now, "ledger", "expire", proposal.proposal_id, payload)
+    def _expired_entry(
+        proposal_id: str, status: ProposalStatus, expires_at: datetime, now: datetime
+    ) -> AuditEntry:
+        """The expire record of a proposal (its status and expiry as they were)."""
+        payload = {"from": status.value, "to": "expired", "expires_at": expires_at.isoformat()}
+        return AuditEntry(now, "ledger", "expire", proposal_id, payload)
 
     @staticmethod
     def _audit_proposed(

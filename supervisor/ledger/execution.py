@@ -293,8 +293,8 @@ class ExecutionMixin(LedgerBase):
         """
         with self.repository.write() as tx:
             now = self._now()
-            due = tx.proposals_due(now, limit)
+            due = tx.expiry_due(now, limit)
             changed = tx.expire_due_proposals(due, now)
             expired = [proposal for proposal in due if proposal.proposal_id in changed]
-            tx.append_audits([self._expired_entry(proposal, now) for proposal in expired])
+            tx.append_audits([self._expired_entry(*proposal, now) for proposal in expired])
             return [proposal.proposal_id for proposal in expired]

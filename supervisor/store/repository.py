@@ -146,9 +146,10 @@ _INSERT_AUDITS_NOTIFY = sa.text(
     " FROM json_array_elements_text(CAST(:payloads AS json)) WITH ORDINALITY AS p(payload, n)"
     " ORDER BY p.n"
 )
-# Pending or approved proposals whose expiry passed, soonest first (ix_proposal_status_expires).
+# Pending or approved proposals whose expiry passed, soonest first (ix_proposal_status_expires):
+# only what the sweep checks and records.
 _SELECT_DUE = (
-    sa.select(_PROPOSAL)
+    sa.select(_PROPOSAL.c.id, _PROPOSAL.c.status, _PROPOSAL.c.expires_at)
     .where(
         _PROPOSAL.c.status.in_([ProposalStatus.PENDING.value, ProposalStatus.APPROVED.value]),
         _PROPOSAL.c.expires_at <= sa.bindparam("w_now"),
@@ -182,6 +183,14 @@ _INSERT_EXECUTION = sa.insert(_EXECUTION).returning(*_EXECUTION.c)
 _ADVISORY_LOCK = sa.text("SELECT pg_advisory_xact_lock(:key)")
 _NOTIFY = sa.text("SELECT pg_notify(:channel, :seq)")
 _UPDATE_PROPOSAL_CACHE: dict[tuple[Any, ...], Any] = {}
+
+
+class DueProposal(NamedTuple):
+    """A proposal an expiry sweep is due to expire: what it checks and records of it."""
+
+    proposal_id: str
+    status: ProposalStatus
+    expires_at: datetime
 
 
 class AuditEntry(NamedTuple):
@@ -525,13 +534,15 @@ class LedgerTx(
             query = query.order_by(table.created_at, table.id)
         return [proposal_from_row(row) for row in self._execute(query.limit(limit))]
 
-    def proposals_due(self, now: datetime, limit: int) -> list[Proposal]:
-        """Pending or approved proposals whose expiry has passed."""
-        params = {"w_now": now, "w_limit": limit}
-        return [proposal_from_row(row) for row in self._execute(_SELECT_DUE, params).all()]
+    def expiry_due(self, now: datetime, limit: int) -> list[DueProposal]:
+        """Pending or approved proposals whose expiry has passed, soonest first."""
+        rows = self._execute(_SELECT_DUE, {"w_now": now, "w_limit": limit}).all()
+        return [
+            DueProposal(str(row.id), ProposalStatus(row.status), row.expires_at) for row in rows
+        ]
 
-    def expire_due_proposals(self, due: Sequence[Proposal], now: datetime) -> set[str]:
-        """Mark ``due`` (from :meth:`proposals_due`, read in this write transaction) expired
+    def expire_due_proposals(self, due: Sequence[DueProposal], now: datetime) -> set[str]:
+        """Mark ``due`` (from :meth:`expiry_due`, read in this write transaction) expired
         with one UPDATE; returns the ids it changed.
 
         The UPDATE re-checks each row (still pending or approved, expiry passed); writers are

@@ -200,8 +200,9 @@ async def test_a_trace_event_in_the_detail_stays_while_proposals_arrive_until_th
         # Focusing the inbox brings its row under the cursor back into the detail.
         await pilot.press("i")
         await wait_for(pilot, lambda: detail.proposal is not None)
-        assert detail.proposal is not None
-        assert detail.proposal.proposal_id == inbox.highlighted().proposal_id  # type: ignore[union-attr]
+        highlighted = inbox.highlighted()
+        assert detail.proposal is not None and highlighted is not None
+        assert detail.proposal.proposal_id == highlighted.proposal_id
         await wait_for(pilot, lambda: screen.guard is not None)
 
 
