@@ -150,3 +150,28 @@ def test_decisions_returned_without_a_read_back_equal_the_stored_rows(ledger: An
     assert finished.state == "executed" and finished.outcome_status == "degraded"
     rejected = ledger.propose("create_customer", "v1", {"name": "Bob"})
     assert ledger.reject(rejected.proposal_id, "op", "no") == ledger.get(rejected.proposal_id)
+
+
+def test_a_connection_that_cannot_roll_back_is_discarded_and_the_first_error_raised(
+    ledger: Any,
+) -> None:
+    """The driver connection dies inside a write (closed under it, as a crashed handle would
+    be): its rollback fails, so the connection is thrown away, never handed out again, and the
+    caller sees the error that ended the write, not the rollback's."""
+    kept = ledger.propose("create_customer", "v1", {"name": "Ada"})
+    lost = kept.model_copy(update={"proposal_id": "lost"})
+    pool = ledger.repository.engine.pool
+    with pytest.raises(KeyError, match="the write's own error"), ledger.repository.write() as tx:
+        tx.insert_proposal(lost)
+        dead = tx._driver
+        dead.close()  # its open transaction ends with it: nothing of it was committed
+        raise KeyError("the write's own error")
+    with pytest.raises(sqlite3.ProgrammingError):
+        dead.execute("SELECT 1")  # really closed; the pool must not hand it out again
+    for _ in range(pool.size() + 2):  # every pooled connection is handed out in turn
+        with ledger.repository.write() as tx:
+            assert tx._driver is not dead
+            tx._driver.execute("SELECT 1")
+    assert _proposal_ids(ledger) == {kept.proposal_id}
+    assert ledger.approve(kept.proposal_id, "op", "ok").status == "approved"
+    assert ledger.verify().ok
