@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from supervisor.ledger.models import ApproverContext, Proposal, ProposalStatus
@@ -22,8 +23,23 @@ from supervisor.runtime.offload import ResultOffloader, expansion_tools
 from supervisor.runtime.results import ApprovalResumeResult, RunResult
 from supervisor.runtime.run import new_thread_history, start_run, thread_history
 from supervisor.store.provider import SQLModelProvider
+from supervisor.store.urls import APP_NAME, sqlite_path
 from supervisor.toolbox import Toolbox
 from supervisor.tools.registry import ToolRegistry
+
+
+def tool_vector_dir(ledger_url: str) -> Path | None:
+    """Where the bundled model's tool vectors are kept for agents on ``ledger_url``: an
+    ``embeddings`` folder beside a SQLite ledger file, this user's cache folder for a server
+    ledger, nowhere for an in-memory ledger."""
+    path = sqlite_path(ledger_url)
+    if path is not None:
+        return path.parent / "embeddings"
+    if ledger_url.startswith("sqlite"):
+        return None
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP_NAME)) / "embeddings"
 
 
 class MemAgent:
@@ -81,7 +97,8 @@ class MemAgent:
             elif toolbox.embedder is None:
                 from supervisor.toolbox.semantic import default_embedder
 
-                toolbox.attach_embedder(default_embedder())
+                # Tool vectors kept beside the ledger: a reload embeds only new tools.
+                toolbox.attach_embedder(default_embedder(cache_dir=tool_vector_dir(provider.url)))
         cache = None
         if config.semantic_cache:
             cache = SemanticCache(

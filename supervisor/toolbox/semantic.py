@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from supervisor.toolbox.errors import ToolboxError
+
+_log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from supervisor.toolbox.minilm import Array, MiniLMEncoder
@@ -147,7 +150,10 @@ class MiniLMEmbedder:
         if not missing:
             return np.stack([vector for vector in found if vector is not None])
         encoded = self._encode(missing)
-        cache.put_many(missing, encoded)
+        try:
+            cache.put_many(missing, encoded)
+        except OSError as error:  # a cache is an optimisation: the vectors are still good
+            _log.warning("Tool vectors not kept in %s: %s", cache.folder, error)
         fresh = dict(zip(missing, encoded, strict=True))
         rows = [
             fresh[text] if vector is None else vector

@@ -8,6 +8,8 @@ rebuilds the toolbox from the ledger) ranks the same way.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -105,6 +107,54 @@ def test_policy_flag_routes_semantically_and_survives_load(provider: SQLModelPro
     assert loaded.context.toolbox is not None
     assert loaded.context.toolbox.backend == "lexical+embedding"
     assert isinstance(loaded.context.toolbox.embedder, MiniLMEmbedder)
+
+
+def test_tool_vectors_are_kept_beside_the_ledger_so_a_reload_embeds_nothing(
+    provider: SQLModelProvider, tmp_path: Path
+) -> None:
+    """The default model keeps each tool's vector in ``embeddings/`` next to the ledger file:
+    loading the agent again (a restart) finds every tool there and does not even load the
+    model until a query needs it."""
+    with ScriptedModel([Reply("first"), Reply("second")]) as model:
+        (
+            MemAgentBuilder()
+            .with_agent_id("kept")
+            .with_llm_config(_llm(model))
+            .with_memory_provider(provider)
+            .with_toolbox(_toolbox(provider, "kept"))
+            .with_context_policy(ContextPolicy(tool_top_k=1, semantic_routing=True))
+            .build_and_save()
+        )
+        folder = tmp_path / "embeddings"
+        [model_folder] = list(folder.iterdir())
+        keys = json.loads((model_folder / "keys.json").read_text())
+        assert len(keys) == len(TOOLS)
+        written = (model_folder / "vectors.npy").stat().st_mtime_ns
+        loaded = MemAgent.load("kept", memory_provider=provider, tools=TOOLS, api_key="k")
+        embedder = loaded.context.toolbox.embedder if loaded.context.toolbox else None
+        assert isinstance(embedder, MiniLMEmbedder)
+        assert embedder._encoder is None  # every tool vector came from the folder
+        assert (model_folder / "vectors.npy").stat().st_mtime_ns == written
+        assert loaded.run(QUERY).status == "completed"
+        assert _revealed(model, 0) == [WANTED]
+
+
+def test_an_unwritable_vector_folder_costs_the_cache_not_the_agent(
+    provider: SQLModelProvider, tmp_path: Path
+) -> None:
+    (tmp_path / "embeddings").write_text("a file where the folder would go")
+    with ScriptedModel([Reply("ok")]) as model:
+        agent = (
+            MemAgentBuilder()
+            .with_agent_id("no-cache")
+            .with_llm_config(_llm(model))
+            .with_memory_provider(provider)
+            .with_toolbox(_toolbox(provider, "no-cache"))
+            .with_context_policy(ContextPolicy(tool_top_k=1, semantic_routing=True))
+            .build_and_save()
+        )
+        assert agent.run(QUERY).status == "completed"
+        assert _revealed(model, 0) == [WANTED]
 
 
 def test_a_toolbox_built_with_the_model_is_saved_as_semantic(provider: SQLModelProvider) -> None:
