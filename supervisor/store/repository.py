@@ -157,7 +157,9 @@ _SELECT_DUE = (
     .order_by(_PROPOSAL.c.expires_at, _PROPOSAL.c.id)
     .limit(sa.bindparam("w_limit"))
 )
-# An expiry sweep's conditional UPDATE of every due proposal at once; the ids it changed.
+# An expiry sweep's conditional UPDATE of due proposals, _EXPIRE_CHUNK ids at a time (bound
+# parameters are limited: 32,766 on SQLite, 65,535 on PostgreSQL); the ids it changed.
+_EXPIRE_CHUNK = 1000
 _EXPIRE_DUE = (
     sa.update(_PROPOSAL)
     .where(
@@ -548,10 +550,12 @@ class LedgerTx(
         The UPDATE re-checks each row (still pending or approved, expiry passed); writers are
         serialised, so a changed row's status and expiry are still those read in ``due``.
         """
-        if not due:
-            return set()
-        params = {"w_ids": [p.proposal_id for p in due], "w_now": now, "v_updated_at": now}
-        return {str(row.id) for row in self._execute(_EXPIRE_DUE, params).all()}
+        changed: set[str] = set()
+        for start in range(0, len(due), _EXPIRE_CHUNK):
+            ids = [p.proposal_id for p in due[start : start + _EXPIRE_CHUNK]]
+            params = {"w_ids": ids, "w_now": now, "v_updated_at": now}
+            changed.update(str(row.id) for row in self._execute(_EXPIRE_DUE, params).all())
+        return changed
 
     def proposals_terminal_before(
         self, statuses: Sequence[ProposalStatus], before: datetime, limit: int
@@ -626,13 +630,16 @@ class LedgerTx(
         The chain tip is read once per transaction (one indexed query on the primary key) and
         then followed locally: writers are serialised, so nobody else can append meanwhile.
         """
-        record, values = self._chained(AuditEntry(at, actor, action, subject, payload))
+        record, values = self._chained(
+            AuditEntry(at, actor, action, subject, payload), self._head()
+        )
         if self.dialect == "postgresql":
             values["n_channel"] = CHANNEL
             values["n_payload"] = notice_payload(record.seq, action, subject)
             self._execute(_INSERT_AUDIT_NOTIFY, values)
         else:
             self._hot(_INSERT_AUDIT, values, insert=True)
+        self._tip = (record.seq, record.hash)  # moved only once the record is in
         self.last_audit_seq = record.seq
         return record
 
@@ -644,8 +651,10 @@ class LedgerTx(
             return []
         records: list[AuditRecord] = []
         rows: list[dict[str, Any]] = []
+        tip = self._head()
         for entry in entries:
-            record, values = self._chained(entry)
+            record, values = self._chained(entry, tip)
+            tip = (record.seq, record.hash)
             records.append(record)
             rows.append(values)
         if self.dialect == "postgresql":
@@ -656,15 +665,20 @@ class LedgerTx(
             self._execute(_INSERT_AUDITS_NOTIFY, batch)
         else:
             self._execute(_INSERT_AUDIT, rows)
+        self._tip = tip
         self.last_audit_seq = records[-1].seq
         return records
 
-    def _chained(self, entry: AuditEntry) -> tuple[AuditRecord, dict[str, Any]]:
-        """The next record of the chain for ``entry`` and its column values; moves the tip."""
-        tip = self._tip
-        if tip is None:
+    def _head(self) -> tuple[int, str]:
+        """The chain's tip (seq, hash): read once per transaction, then followed locally."""
+        if self._tip is None:
             row = self._hot(_AUDIT_TIP).first()
-            tip = (int(row.seq), str(row.hash)) if row else (0, GENESIS_HASH)
+            self._tip = (int(row.seq), str(row.hash)) if row else (0, GENESIS_HASH)
+        return self._tip
+
+    @staticmethod
+    def _chained(entry: AuditEntry, tip: tuple[int, str]) -> tuple[AuditRecord, dict[str, Any]]:
+        """The record that follows ``tip`` for ``entry``, and its column values."""
         seq, prev_hash = tip[0] + 1, tip[1]
         at, actor, action, subject, payload = entry
         payload_json = canonical_json(payload)
@@ -676,7 +690,6 @@ class LedgerTx(
             seq=seq, at=at, actor=actor, action=action, subject=subject,
             payload=payload, prev_hash=prev_hash, hash=record_hash,
         )  # fmt: skip
-        self._tip = (seq, record_hash)
         return record, audit_to_values(record, payload_json)
 
     def audit_after(self, seq: int, limit: int = 500) -> list[AuditRecord]:

@@ -8,6 +8,7 @@ import pytest
 
 from supervisor.ledger import ApprovalAlreadyDecided, ApprovalExpired, ManualClock, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.store import repository
 
 
 def test_approved_but_expired_cannot_be_claimed(ledger: ApprovalLedger, clock: ManualClock) -> None:
@@ -97,10 +98,12 @@ def test_expired_is_never_revived(ledger: ApprovalLedger, clock: ManualClock) ->
 
 
 def test_a_sweep_of_many_writes_one_record_per_proposal_in_order_with_what_it_was(
-    ledger: ApprovalLedger, clock: ManualClock
+    ledger: ApprovalLedger, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The sweep expires a batch in one statement and appends the batch's records together:
-    each record still names its proposal and the status it left, in expiry order, chained."""
+    """The sweep expires a batch with one UPDATE per chunk of ids (7 here, so several) and
+    appends the batch's records together: each record still names its proposal and the status
+    it left, in expiry order, chained."""
+    monkeypatch.setattr(repository, "_EXPIRE_CHUNK", 7)
     proposals = [ledger.propose("tool", "s", {"n": n}, ttl_seconds=10 + n) for n in range(40)]
     approved = {p.proposal_id for p in proposals[::3]}
     for proposal_id in approved:
