@@ -45,7 +45,7 @@ from supervisor.services.approvals import ApprovalsService, InboxChange
 from supervisor.services.connection import ConnectionStatus, LedgerConnection
 from supervisor.services.grants import GrantsService
 from supervisor.services.guard import RenderGuardMissing
-from supervisor.services.notify import BlockedNotices, Notice, Notifier
+from supervisor.services.notify import BlockedNotices, Notice, Notifier, coalesced
 from supervisor.services.process_control import ProcessControl
 from supervisor.services.processes import ProcessesService, ProcessRow, trace_filter_for
 from supervisor.services.reconciliation import ReconciliationService
@@ -221,16 +221,19 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
         now = self.now()
         inbox = self.query_one(InboxPane)
         inbox.tick(now)
-        for notice in self.notices.expiring(list(inbox.proposals.values()), now):
-            self._send(notice)
-            proposal = inbox.proposals[notice.proposal_id]
-            left = int((proposal.expires_at - now).total_seconds())
-            owner = escaped(proposal.owner or "an agent")
-            self.notify(
-                f"{escaped(proposal.tool_name)} from {owner} expires in {left}s",
-                title="Expiring soon",
-                severity="warning",
-            )
+        notices = self.notices.expiring(list(inbox.proposals.values()), now)
+        if not notices:
+            return
+        self._send(coalesced(notices))  # one bell / desktop notification for the lot
+        proposal = inbox.proposals[notices[0].proposal_id]
+        left = int((proposal.expires_at - now).total_seconds())
+        owner = escaped(proposal.owner or "an agent")
+        more = f" (+{len(notices) - 1} more)" if len(notices) > 1 else ""
+        self.notify(
+            f"{escaped(proposal.tool_name)} from {owner} expires in {left}s{more}",
+            title="Expiring soon",
+            severity="warning",
+        )
 
     # -- service messages -----------------------------------------------------------------
 
@@ -250,8 +253,7 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
             self._loaded = change.loaded
         else:
             notices = self.notices.blocked(change.upserted, self.now())
-            for notice in notices:
-                self._send(notice)
+            self._send(coalesced(notices))  # a burst rings once
             if notices and self.webhooks is not None:
                 self.webhooks.wake()  # its own thread POSTs them; this only signals
             if notices:
@@ -286,8 +288,8 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
             severity="warning",
         )
 
-    def _send(self, notice: Notice) -> None:
-        if self.notifier is not None:
+    def _send(self, notice: Notice | None) -> None:
+        if self.notifier is not None and notice is not None:
             self.notifier.send(notice)
 
     @work(thread=True, exit_on_error=False, group="process-control")

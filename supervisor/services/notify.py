@@ -30,7 +30,7 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -89,6 +89,22 @@ class Notice:
     title: str
     body: str
     kind: str = "blocked"  # or "expiring"
+
+
+def coalesced(notices: Sequence[Notice]) -> Notice | None:
+    """The one notice to send for notices that fall due together (``None`` for none): a burst
+    of proposals (a team's agents after a deploy, many expiring at once) rings the bell and
+    raises a desktop notification once, naming the first and how many more."""
+    if len(notices) <= 1:
+        return notices[0] if notices else None
+    first, more = notices[0], len(notices) - 1
+    what = "need approval" if first.kind == "blocked" else "expire soon"
+    return Notice(
+        first.proposal_id,
+        f"{len(notices)} proposals {what}",
+        f"{first.title}. {first.body} (+{more} more)",
+        kind=first.kind,
+    )
 
 
 def _minutes(seconds: float) -> str:

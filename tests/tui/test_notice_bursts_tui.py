@@ -1,0 +1,62 @@
+"""A burst of proposals (a team's agents after a deploy, many expiring together) rings the
+operator's bell and raises a desktop notification once, not once per proposal; the toast names
+the first and how many more."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from tui_helpers import main_screen, propose, toast_text, wait_for
+
+from screens.app import make_app
+from screens.messages import InboxChanged
+from supervisor.ledger.models import Proposal, ProposalStatus
+from supervisor.services.approvals import InboxChange
+from supervisor.services.identity import ApproverIdentity
+from supervisor.services.notify import Notifier
+from supervisor.services.settings import SupervisorSettings
+from supervisor.store.provider import SQLModelProvider
+
+SIZE = (160, 50)
+
+
+def _burst(count: int, *, expires_in: float) -> tuple[Proposal, ...]:
+    """Pending proposals as the feed delivers a page of them (an hour old, so not short-lived)."""
+    now = datetime.now(UTC)
+    return tuple(
+        Proposal(
+            proposal_id=f"burst-{n:03d}",
+            tool_name="refund",
+            tool_schema_hash="0" * 64,
+            arguments={"n": n},
+            args_hash=f"{n:064x}",
+            status=ProposalStatus.PENDING,
+            created_at=now - timedelta(hours=1),
+            updated_at=now,
+            expires_at=now + timedelta(seconds=expires_in),
+            owner=f"agent-{n}",
+        )
+        for n in range(count)
+    )
+
+
+async def test_a_burst_of_new_and_expiring_proposals_rings_once_each(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    propose(provider.ledger, "lookup", arguments={"n": 0})
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        screen = main_screen(app)
+        await wait_for(pilot, lambda: screen.guard is not None)
+        written: list[str] = []
+        screen.notifier = Notifier({"bell"}, written.append)
+        burst = _burst(40, expires_in=120)  # inside the 300 s reminder window
+        screen.post_message(InboxChanged(InboxChange(upserted=burst)))
+        await wait_for(pilot, lambda: "New proposal" in toast_text(app))
+        assert "refund from agent-0 (+39 more)" in toast_text(app)
+        assert written == ["\x07"]  # one bell for the forty
+        # The next tick finds all forty about to expire: one reminder for them too.
+        await wait_for(pilot, lambda: "Expiring soon" in toast_text(app), limit=5)
+        assert "(+39 more)" in toast_text(app).split("Expiring soon", 1)[1]
+        assert written == ["\x07", "\x07"]
+        assert screen.notifier.sent == 2
