@@ -174,6 +174,7 @@ class ApprovalsService:
             if time.monotonic() - checked >= ORPHAN_CHECK_SECONDS:
                 checked = time.monotonic()
                 self.refresh_orphans()
+                self.sweep_expired()
             return 0.0
 
         try:
@@ -297,6 +298,28 @@ class ApprovalsService:
         change = InboxChange(upserted=flipped, loaded=self._loaded, orphaned=frozenset(orphans))
         self._publish(change)
         return change
+
+    def sweep_expired(self) -> list[str]:
+        """Expire the pending proposals whose time ran out, once one in the inbox has.
+
+        Nobody else may be sweeping: the agent that waited may be gone. Without this an
+        all-day console would keep showing them as pending (``expired`` in the countdown,
+        refused if approved); the expire records come back through the feed and remove them.
+        Expiry is enforced at claim time anyway, so a sweep that fails (the ledger busy or
+        unreachable) is only tried again at the next check.
+
+        Returns:
+            The ids this sweep expired (others may have been swept by another process).
+        """
+        now = self.ledger.clock.now()
+        with self._lock:
+            due = any(proposal.expires_at <= now for proposal in self._pending.values())
+        if not due:
+            return []
+        try:
+            return self.ledger.expire_due()
+        except LedgerError:
+            return []
 
     def orphans(self) -> dict[str, ProposalWaiter]:
         """Pending proposals whose waiting process is gone, as of the last check."""

@@ -10,6 +10,7 @@ from tui_helpers import main_screen, propose, toast_text, wait_for
 
 from screens.app import make_app
 from screens.messages import InboxChanged
+from screens.widgets.inbox.inbox_pane import InboxPane
 from supervisor.ledger.models import Proposal, ProposalStatus
 from supervisor.services.approvals import InboxChange
 from supervisor.services.identity import ApproverIdentity
@@ -60,3 +61,16 @@ async def test_a_burst_of_new_and_expiring_proposals_rings_once_each(
         assert "(+39 more)" in toast_text(app).split("Expiring soon", 1)[1]
         assert written == ["\x07", "\x07"]
         assert screen.notifier.sent == 2
+
+
+async def test_an_expired_proposal_leaves_the_inbox_on_its_own(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    short = propose(provider.ledger, "refund", arguments={"n": 1}, ttl_seconds=1.5)
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        screen = main_screen(app)
+        inbox = screen.query_one(InboxPane)
+        await wait_for(pilot, lambda: short.proposal_id in inbox.proposals)
+        await wait_for(pilot, lambda: short.proposal_id not in inbox.proposals, limit=8)
+    assert provider.ledger.get(short.proposal_id).status is ProposalStatus.EXPIRED

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from tui_helpers import propose
 
@@ -182,3 +184,25 @@ def test_the_supervisor_decides_under_the_ledgers_policy_as_its_os_user(
         with pytest.raises(error):
             service.approve(proposal.proposal_id, guard)
         assert provider.ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
+
+
+def test_the_console_sweeps_proposals_whose_time_ran_out(
+    provider: SQLModelProvider, identity: ApproverIdentity
+) -> None:
+    """Nobody else sweeps (the agent that waited is gone): the console does, once a proposal
+    in its inbox is past its expiry, and the feed then drops it from the inbox."""
+    short = propose(provider.ledger, arguments={"n": 1}, ttl_seconds=0.3)
+    long = propose(provider.ledger, arguments={"n": 2})
+    service = ApprovalsService(provider.ledger, identity)
+    service.load()
+    assert service.sweep_expired() == []  # nothing due yet: no write at all
+    head = provider.ledger.head()
+    time.sleep(0.4)
+    assert service.sweep_expired() == [short.proposal_id]
+    change = service.poll(2.0)
+    assert change is not None and change.removed == (short.proposal_id,)
+    assert [p.proposal_id for p in service.pending()] == [long.proposal_id]
+    assert [(r.action, r.actor) for r in provider.ledger.events_since(head)] == [
+        ("expire", "ledger")
+    ]
+    assert service.sweep_expired() == []
