@@ -224,7 +224,8 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
         notices = self.notices.expiring(list(inbox.proposals.values()), now)
         if not notices:
             return
-        self._send(coalesced(notices))  # one bell / desktop notification for the lot
+        for notice in coalesced(notices):  # a burst: one bell and desktop notification
+            self._send(notice)
         proposal = inbox.proposals[notices[0].proposal_id]
         left = int((proposal.expires_at - now).total_seconds())
         owner = escaped(proposal.owner or "an agent")
@@ -253,7 +254,8 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
             self._loaded = change.loaded
         else:
             notices = self.notices.blocked(change.upserted, self.now())
-            self._send(coalesced(notices))  # a burst rings once
+            for notice in coalesced(notices):  # a burst rings once
+                self._send(notice)
             if notices and self.webhooks is not None:
                 self.webhooks.wake()  # its own thread POSTs them; this only signals
             if notices:
@@ -288,8 +290,8 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
             severity="warning",
         )
 
-    def _send(self, notice: Notice | None) -> None:
-        if self.notifier is not None and notice is not None:
+    def _send(self, notice: Notice) -> None:
+        if self.notifier is not None:
             self.notifier.send(notice)
 
     @work(thread=True, exit_on_error=False, group="process-control")

@@ -91,20 +91,26 @@ class Notice:
     kind: str = "blocked"  # or "expiring"
 
 
-def coalesced(notices: Sequence[Notice]) -> Notice | None:
-    """The one notice to send for notices that fall due together (``None`` for none): a burst
-    of proposals (a team's agents after a deploy, many expiring at once) rings the bell and
-    raises a desktop notification once, naming the first and how many more."""
-    if len(notices) <= 1:
-        return notices[0] if notices else None
+#: More notices than this falling due together are sent as one.
+BURST = 3
+
+
+def coalesced(notices: Sequence[Notice]) -> list[Notice]:
+    """What to send for notices that fall due together: each one, up to :data:`BURST`; past
+    that one notice naming the first and how many more, so a burst of proposals (a team's
+    agents after a deploy, many expiring at once) rings the bell and raises a desktop
+    notification once, not once per proposal."""
+    if len(notices) <= BURST:
+        return list(notices)
     first, more = notices[0], len(notices) - 1
     what = "need approval" if first.kind == "blocked" else "expire soon"
-    return Notice(
+    summary = Notice(
         first.proposal_id,
         f"{len(notices)} proposals {what}",
         f"{first.title}. {first.body} (+{more} more)",
         kind=first.kind,
     )
+    return [summary]
 
 
 def _minutes(seconds: float) -> str:

@@ -1,6 +1,7 @@
-"""A burst of proposals (a team's agents after a deploy, many expiring together) rings the
-operator's bell and raises a desktop notification once, not once per proposal; the toast names
-the first and how many more."""
+"""A burst of proposals (a team's agents after a deploy, many expiring together: more than
+three at once) rings the operator's bell and raises a desktop notification once, not once per
+proposal; the toast names the first and how many more. And an expired proposal leaves the
+inbox by itself."""
 
 from __future__ import annotations
 

@@ -119,18 +119,20 @@ def test_inside_tmux_the_sequences_are_wrapped_for_passthrough() -> None:
     assert plain == "\x1b]9;Agent Supervisor: t: b\x07\x1b]777;notify;t;b\x07"
 
 
-def test_notices_due_together_are_sent_as_one_naming_the_first() -> None:
+def test_a_burst_of_notices_is_sent_as_one_naming_the_first() -> None:
     notices = BlockedNotices(remind_before_seconds=300)
-    blocked = notices.blocked([_proposal(f"p-{n}", tool=f"t{n}") for n in range(3)], NOW)
-    one = coalesced(blocked)
-    assert one is not None and one.kind == "blocked" and one.proposal_id == "p-0"
-    assert one.title == "3 proposals need approval"
+    few = notices.blocked([_proposal(f"p-{n}", tool=f"t{n}") for n in range(3)], NOW)
+    assert coalesced(few) == few  # up to three: each its own
+    many = few + notices.blocked([_proposal("p-3", tool="t3")], NOW)
+    [one] = coalesced(many)
+    assert one.kind == "blocked" and one.proposal_id == "p-0"
+    assert one.title == "4 proposals need approval"
     assert one.body == (
         "Approval needed: t0. ops-agent is waiting for you (expires in 60 min). Proposal p-0. "
-        "(+2 more)"
+        "(+3 more)"
     )
     soon = NOW + timedelta(seconds=3600 - 60)
-    expiring = coalesced(notices.expiring([_proposal("p-0"), _proposal("p-1")], soon))
-    assert expiring is not None and expiring.title == "2 proposals expire soon"
-    assert coalesced(blocked[:1]) == blocked[0]
-    assert coalesced([]) is None
+    expiring = notices.expiring([_proposal(f"p-{n}") for n in range(4)], soon)
+    [reminder] = coalesced(expiring)
+    assert reminder.title == "4 proposals expire soon" and reminder.kind == "expiring"
+    assert coalesced([]) == []
