@@ -83,22 +83,20 @@ _SELECT_EXECUTION = sa.select(_EXECUTION).where(
 )
 _AUDIT_MAX = sa.select(sa.func.max(_AUDIT.c.seq))
 _AUDIT_TIP = sa.select(_AUDIT.c.seq, _AUDIT.c.hash).order_by(_AUDIT.c.seq.desc()).limit(1)
+# The audit chain tip (seq, hash) as two columns of a statement that reads something else.
+_TIP_COLUMNS = (
+    sa.select(_AUDIT.c.seq).order_by(_AUDIT.c.seq.desc()).limit(1).scalar_subquery()
+    .label("tip_seq"),
+    sa.select(_AUDIT.c.hash).order_by(_AUDIT.c.seq.desc()).limit(1).scalar_subquery()
+    .label("tip_hash"),
+)  # fmt: skip
 # A write's first read: the proposal, its execution (if claimed), the audit chain tip and the
 # approval policy in force in one statement; tip and policy are primary-key index seeks.
 _SELECT_FOR_WRITE = (
     sa.select(
         _PROPOSAL,
         *[column.label(EXECUTION_PREFIX + column.name) for column in _EXECUTION.c],
-        sa.select(_AUDIT.c.seq)
-        .order_by(_AUDIT.c.seq.desc())
-        .limit(1)
-        .scalar_subquery()
-        .label("tip_seq"),
-        sa.select(_AUDIT.c.hash)
-        .order_by(_AUDIT.c.seq.desc())
-        .limit(1)
-        .scalar_subquery()
-        .label("tip_hash"),
+        *_TIP_COLUMNS,
         *POLICY_IN_FORCE_COLUMNS,
     )
     .select_from(_PROPOSAL.outerjoin(_EXECUTION, _EXECUTION.c.proposal_id == _PROPOSAL.c.id))
@@ -107,16 +105,7 @@ _SELECT_FOR_WRITE = (
 # A new proposal's first read: the policy in force and the audit chain tip in one statement.
 _IN_FORCE_AND_TIP = sa.select(
     *POLICY_IN_FORCE_COLUMNS,
-    sa.select(_AUDIT.c.seq)
-    .order_by(_AUDIT.c.seq.desc())
-    .limit(1)
-    .scalar_subquery()
-    .label("tip_seq"),
-    sa.select(_AUDIT.c.hash)
-    .order_by(_AUDIT.c.seq.desc())
-    .limit(1)
-    .scalar_subquery()
-    .label("tip_hash"),
+    *_TIP_COLUMNS,
 )
 # Every proposal with its execution (if claimed), in id order, for the audit replay.
 _SELECT_WITH_EXECUTIONS = (
@@ -372,14 +361,15 @@ class LedgerTx(
         row = self._hot(_SELECT_FOR_WRITE, {"w_id": proposal_id}).first()
         if row is None:
             return None
-        if self._tip is None:
-            self._tip = (
-                (int(row.tip_seq), str(row.tip_hash))
-                if row.tip_seq is not None
-                else (0, GENESIS_HASH)
-            )
+        self._keep_tip(row)
         self._keep_policy_in_force(row)
         return proposal_from_row(row), joined_execution(row)
+
+    def _keep_tip(self, row: Any) -> None:
+        """Take the chain tip read with :data:`_TIP_COLUMNS` (unless one is held already)."""
+        if self._tip is None:
+            seq = row.tip_seq
+            self._tip = (int(seq), str(row.tip_hash)) if seq is not None else (0, GENESIS_HASH)
 
     def policy_in_force(self) -> PolicyInForce:
         """The policy in force (see :class:`PolicyVersionsMixin`); read first in a transaction,
@@ -388,11 +378,7 @@ class LedgerTx(
         """
         if self._tip is None and not self._policy_known():
             row = self._hot(_IN_FORCE_AND_TIP).one()
-            self._tip = (
-                (int(row.tip_seq), str(row.tip_hash))
-                if row.tip_seq is not None
-                else (0, GENESIS_HASH)
-            )
+            self._keep_tip(row)
             self._keep_policy_in_force(row)
         return super().policy_in_force()
 
@@ -672,8 +658,7 @@ class LedgerTx(
     def _head(self) -> tuple[int, str]:
         """The chain's tip (seq, hash): read once per transaction, then followed locally."""
         if self._tip is None:
-            row = self._hot(_AUDIT_TIP).first()
-            self._tip = (int(row.seq), str(row.hash)) if row else (0, GENESIS_HASH)
+            self._tip = self.audit_head()
         return self._tip
 
     @staticmethod
@@ -739,7 +724,7 @@ class LedgerTx(
 
     def audit_head(self) -> tuple[int, str]:
         """The newest audit record's seq and hash; ``(0, GENESIS_HASH)`` for an empty log."""
-        row = self._execute(_AUDIT_TIP).first()
+        row = self._hot(_AUDIT_TIP).first()
         return (int(row.seq), str(row.hash)) if row else (0, GENESIS_HASH)
 
     def audit_tip(self) -> int:
