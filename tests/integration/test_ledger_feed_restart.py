@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from support.ledgers import open_ledger
 from support.postgres import PostgresCluster
 
 from supervisor.ledger import LedgerUnavailable
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.store.engine import create_ledger_engine
 
 WAIT_S = 60.0
 """Upper bound on waiting for something that should happen (not a timing assertion)."""
@@ -38,24 +38,14 @@ def url(server: PostgresCluster) -> str:
     return server.create_database("feed_restart")
 
 
-def _ledger(url: str) -> Iterator[ApprovalLedger]:
-    engine = create_ledger_engine(url)
-    ledger = ApprovalLedger(engine)
-    try:
-        yield ledger
-    finally:
-        ledger.close()
-        engine.dispose()
-
-
 @pytest.fixture
 def follower(url: str) -> Iterator[ApprovalLedger]:
-    yield from _ledger(url)
+    yield from open_ledger(url)
 
 
 @pytest.fixture
 def writer(url: str, follower: ApprovalLedger) -> Iterator[ApprovalLedger]:
-    yield from _ledger(url)
+    yield from open_ledger(url)
 
 
 def test_the_listen_probe_raises_a_typed_error_and_reconnects(

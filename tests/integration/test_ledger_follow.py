@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+from support.ledgers import open_ledger
 
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.store.engine import create_ledger_engine
 from supervisor.store.notify import CHANNEL, ChangeBoard
 
 _WRITER = """
@@ -46,13 +46,7 @@ def _write(url: str, verb: str, arg: str) -> str:
 @pytest.fixture
 def pg_ledger(postgres_url: str) -> Iterator[ApprovalLedger]:
     """A ledger on a fresh PostgreSQL database with the real clock (other processes write)."""
-    engine = create_ledger_engine(postgres_url)
-    ledger = ApprovalLedger(engine)
-    try:
-        yield ledger
-    finally:
-        ledger.close()
-        engine.dispose()
+    yield from open_ledger(postgres_url)
 
 
 def test_follow_returns_matching_records_and_moves_past_the_rest(ledger: ApprovalLedger) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import Engine
 from support.cli import SUPERVISOR, assert_one_line_error, run_cli
+from support.ledgers import open_ledger
 from support.webhook_receiver import Received, webhook_receiver
 
 from supervisor.ledger import ManualClock
@@ -51,13 +52,7 @@ tool = "delete_everything"
 @pytest.fixture
 def system_ledger(ledger_url: str) -> Iterator[ApprovalLedger]:
     """A ledger on the real clock (a subprocess sender reads the same time)."""
-    engine = create_ledger_engine(ledger_url)
-    ledger = ApprovalLedger(engine)
-    try:
-        yield ledger
-    finally:
-        ledger.close()
-        engine.dispose()
+    yield from open_ledger(ledger_url)
 
 
 def _signed(secret: str, received: Received, **kwargs: Any) -> dict[str, Any]:

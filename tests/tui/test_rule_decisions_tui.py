@@ -131,20 +131,24 @@ async def test_the_detail_and_the_trace_name_the_rule_or_grant_that_decided(
         assert "[red]" in drawn_text(fields)  # shown as text, not applied as a style
 
 
+def _trace_event(provider: SQLModelProvider, payload: dict[str, str]) -> None:
+    """One tool call of billing-agent in the trace (what the operator picks with t, up)."""
+    provider.ledger.append_trace(
+        [
+            TraceEvent(
+                at=datetime.now(UTC), agent_id="billing-agent", thread_id="t-1", run_id="r",
+                kind="tool_call", tool="lookup", outcome_status="ok", payload=payload,
+            )
+        ]
+    )  # fmt: skip
+
+
 async def test_a_trace_event_in_the_detail_stays_while_the_empty_inbox_refreshes(
     provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
 ) -> None:
     """The inbox announces its cursor after every change; with nothing pending that is "no
     proposal" again, which must not blank the trace event the operator is reading."""
-    provider.ledger.append_trace(
-        [
-            TraceEvent(
-                at=datetime.now(UTC), agent_id="billing-agent", thread_id="t-1", run_id="r",
-                kind="tool_call", tool="lookup", outcome_status="ok",
-                payload={"order": "A-1"},
-            )
-        ]
-    )  # fmt: skip
+    _trace_event(provider, {"order": "A-1"})
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
@@ -170,15 +174,7 @@ async def test_a_trace_event_in_the_detail_stays_while_proposals_arrive_until_th
     trace event the operator chose stays in the detail until they point at the inbox again
     (and no decision key applies meanwhile: nothing is selected)."""
     propose(provider.ledger, "refund", arguments={"order": "P-1", "amount": 5})
-    provider.ledger.append_trace(
-        [
-            TraceEvent(
-                at=datetime.now(UTC), agent_id="billing-agent", thread_id="t-1", run_id="r",
-                kind="tool_call", tool="lookup", outcome_status="ok",
-                payload={"order": "A-1"},
-            )
-        ]
-    )  # fmt: skip
+    _trace_event(provider, {"order": "A-1"})
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
@@ -212,14 +208,7 @@ async def test_a_key_in_the_focused_empty_inbox_shows_the_proposal_that_arrived_
     """The operator reads a trace event, focuses the empty inbox (the event stays: there is
     no row to show), a proposal arrives (the event still stays), then a key in the inbox
     shows the proposal under the cursor."""
-    provider.ledger.append_trace(
-        [
-            TraceEvent(
-                at=datetime.now(UTC), agent_id="billing-agent", thread_id="t-1", run_id="r",
-                kind="tool_call", tool="lookup", outcome_status="ok", payload={},
-            )
-        ]
-    )  # fmt: skip
+    _trace_event(provider, {})
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE) as pilot:
         screen = main_screen(app)
