@@ -46,6 +46,7 @@ from supervisor.store.convert import (
 from supervisor.store.direct import DirectResult, DirectStatement, DriverTransaction
 from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
+from supervisor.store.expiry import ExpiryMixin
 from supervisor.store.grants import GrantsMixin
 from supervisor.store.ids import IdsMixin
 from supervisor.store.leases import LeasesMixin
@@ -135,30 +136,6 @@ _INSERT_AUDITS_NOTIFY = sa.text(
     " FROM json_array_elements_text(CAST(:payloads AS json)) WITH ORDINALITY AS p(payload, n)"
     " ORDER BY p.n"
 )
-# Pending or approved proposals whose expiry passed, soonest first (ix_proposal_status_expires):
-# only what the sweep checks and records.
-_SELECT_DUE = (
-    sa.select(_PROPOSAL.c.id, _PROPOSAL.c.status, _PROPOSAL.c.expires_at)
-    .where(
-        _PROPOSAL.c.status.in_([ProposalStatus.PENDING.value, ProposalStatus.APPROVED.value]),
-        _PROPOSAL.c.expires_at <= sa.bindparam("w_now"),
-    )
-    .order_by(_PROPOSAL.c.expires_at, _PROPOSAL.c.id)
-    .limit(sa.bindparam("w_limit"))
-)
-# An expiry sweep's conditional UPDATE of due proposals, _EXPIRE_CHUNK ids at a time (bound
-# parameters are limited: 32,766 on SQLite, 65,535 on PostgreSQL); the ids it changed.
-_EXPIRE_CHUNK = 1000
-_EXPIRE_DUE = (
-    sa.update(_PROPOSAL)
-    .where(
-        _PROPOSAL.c.id.in_(sa.bindparam("w_ids", expanding=True)),
-        _PROPOSAL.c.status.in_([ProposalStatus.PENDING.value, ProposalStatus.APPROVED.value]),
-        _PROPOSAL.c.expires_at <= sa.bindparam("w_now"),
-    )
-    .values(status=ProposalStatus.EXPIRED.value, updated_at=sa.bindparam("v_updated_at"))
-    .returning(_PROPOSAL.c.id)
-)
 # PostgreSQL: the audit INSERT and its NOTIFY in one statement (a data-modifying CTE).
 _INSERT_AUDIT_NOTIFY = sa.select(
     sa.func.pg_notify(sa.bindparam("n_channel"), sa.bindparam("n_payload"))
@@ -174,14 +151,6 @@ _INSERT_EXECUTION = sa.insert(_EXECUTION).returning(*_EXECUTION.c)
 _ADVISORY_LOCK = sa.text("SELECT pg_advisory_xact_lock(:key)")
 _NOTIFY = sa.text("SELECT pg_notify(:channel, :seq)")
 _UPDATE_PROPOSAL_CACHE: dict[tuple[Any, ...], Any] = {}
-
-
-class DueProposal(NamedTuple):
-    """A proposal an expiry sweep is due to expire: what it checks and records of it."""
-
-    proposal_id: str
-    status: ProposalStatus
-    expires_at: datetime
 
 
 class AuditEntry(NamedTuple):
@@ -251,6 +220,7 @@ def _update_execution_statement(columns: tuple[str, ...]) -> Any:
 
 class LedgerTx(
     PolicyVersionsMixin,
+    ExpiryMixin,
     RunsMixin,
     RegistryMixin,
     LeasesMixin,
@@ -521,27 +491,6 @@ class LedgerTx(
         else:
             query = query.order_by(table.created_at, table.id)
         return [proposal_from_row(row) for row in self._execute(query.limit(limit))]
-
-    def expiry_due(self, now: datetime, limit: int) -> list[DueProposal]:
-        """Pending or approved proposals whose expiry has passed, soonest first."""
-        rows = self._execute(_SELECT_DUE, {"w_now": now, "w_limit": limit}).all()
-        return [
-            DueProposal(str(row.id), ProposalStatus(row.status), row.expires_at) for row in rows
-        ]
-
-    def expire_due_proposals(self, due: Sequence[DueProposal], now: datetime) -> set[str]:
-        """Mark ``due`` (from :meth:`expiry_due`, read in this write transaction) expired
-        with one UPDATE; returns the ids it changed.
-
-        The UPDATE re-checks each row (still pending or approved, expiry passed); writers are
-        serialised, so a changed row's status and expiry are still those read in ``due``.
-        """
-        changed: set[str] = set()
-        for start in range(0, len(due), _EXPIRE_CHUNK):
-            ids = [p.proposal_id for p in due[start : start + _EXPIRE_CHUNK]]
-            params = {"w_ids": ids, "w_now": now, "v_updated_at": now}
-            changed.update(str(row.id) for row in self._execute(_EXPIRE_DUE, params).all())
-        return changed
 
     def proposals_terminal_before(
         self, statuses: Sequence[ProposalStatus], before: datetime, limit: int

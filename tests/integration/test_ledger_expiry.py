@@ -8,7 +8,7 @@ import pytest
 
 from supervisor.ledger import ApprovalAlreadyDecided, ApprovalExpired, ManualClock, ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.store import repository
+from supervisor.store import expiry
 
 
 def test_approved_but_expired_cannot_be_claimed(ledger: ApprovalLedger, clock: ManualClock) -> None:
@@ -103,7 +103,7 @@ def test_a_sweep_of_many_writes_one_record_per_proposal_in_order_with_what_it_wa
     """The sweep expires a batch with one UPDATE per chunk of ids (7 here, so several) and
     appends the batch's records together: each record still names its proposal and the status
     it left, in expiry order, chained."""
-    monkeypatch.setattr(repository, "_EXPIRE_CHUNK", 7)
+    monkeypatch.setattr(expiry, "_EXPIRE_CHUNK", 7)
     proposals = [ledger.propose("tool", "s", {"n": n}, ttl_seconds=10 + n) for n in range(40)]
     approved = {p.proposal_id for p in proposals[::3]}
     for proposal_id in approved:
