@@ -53,6 +53,26 @@ def resume_allowlist(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
         yield path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def table_validators_never_built() -> Iterator[None]:
+    """After the whole session, no ledger table class has had its pydantic validator built.
+
+    ``LedgerTable`` defers building it (a console starts faster), which is safe only while
+    nothing validates or serializes a table row through pydantic: a deferred build that two
+    threads start together is not thread-safe in pydantic. Every test's code path is checked.
+    """
+    yield
+    from supervisor.store.tables import LedgerTable
+
+    def subclasses(cls: type[LedgerTable]) -> Iterator[type[LedgerTable]]:
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    built = sorted(cls.__name__ for cls in subclasses(LedgerTable) if cls.__pydantic_complete__)
+    assert not built, f"a table class's pydantic validator was built: {built}"
+
+
 @pytest.fixture(scope="session")
 def pg_cluster() -> Iterator[PostgresCluster]:
     """One PostgreSQL server for the session, stopped and deleted at the end."""

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
 
-from supervisor.store.tables import UTCDateTime
+from supervisor.store.tables import LedgerTable, UTCDateTime
 
 
-class SemanticCacheRow(SQLModel, table=True):
+class SemanticCacheRow(LedgerTable, table=True):
     """One cached answer: keyed by agent, normalised query and the answer context.
 
     ``tools_hash`` holds the answer-context hash (tool contracts, user, the user's tool scope,

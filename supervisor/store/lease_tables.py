@@ -10,12 +10,12 @@ from __future__ import annotations
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
 
-from supervisor.store.tables import UTCDateTime
+from supervisor.store.tables import LedgerTable, UTCDateTime
 
 
-class LeaseRow(SQLModel, table=True):
+class LeaseRow(LedgerTable, table=True):
     """One named resource held by one holder until ``expires_at`` (renewed while it works)."""
 
     __tablename__ = "lease"
@@ -26,7 +26,7 @@ class LeaseRow(SQLModel, table=True):
     expires_at: datetime = Field(sa_type=UTCDateTime)
 
 
-class ProposalWaiterRow(SQLModel, table=True):
+class ProposalWaiterRow(LedgerTable, table=True):
     """The process that waits on a proposal to resume its run (one per proposal)."""
 
     __tablename__ = "proposal_waiter"

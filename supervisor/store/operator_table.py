@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
 
-from supervisor.store.tables import UTCDateTime
+from supervisor.store.tables import LedgerTable, UTCDateTime
 
 
-class OperatorRow(SQLModel, table=True):
+class OperatorRow(LedgerTable, table=True):
     """One operator who may log in to ``supervisor serve`` (revoked ones are kept)."""
 
     __tablename__ = "operator"

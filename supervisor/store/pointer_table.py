@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
 
-from supervisor.store.tables import UTCDateTime
+from supervisor.store.tables import LedgerTable, UTCDateTime
 
 
-class ResultPointerRow(SQLModel, table=True):
+class ResultPointerRow(LedgerTable, table=True):
     """One offloaded result handed to one agent thread (and user): who may read it back.
 
     ``user_id`` is ``""`` for runs without a user, so the key has no NULL in it.

@@ -43,11 +43,24 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
+class LedgerTable(SQLModel):
+    """The base of every ledger table class: pydantic's validator for a table is never built.
+
+    Table rows are made by SQLAlchemy when read and by keyword (without validation) when
+    written; the domain models in :mod:`supervisor.ledger.models` are what validates. So the
+    core schema and validator pydantic would build for each of the 20 table classes at import
+    (~12 ms of a console's start) are deferred, and nothing in the ledger ever asks for them.
+    ``tests/unit/test_table_classes.py`` holds that.
+    """
+
+    model_config = {"defer_build": True}
+
+
 def _ts(**kwargs: Any) -> Any:
     return Field(sa_type=UTCDateTime, **kwargs)
 
 
-class ProposalRow(SQLModel, table=True):
+class ProposalRow(LedgerTable, table=True):
     __tablename__ = "proposal"
     __table_args__ = (
         sa.Index("ix_proposal_status_created", "status", "created_at", "id"),
@@ -93,7 +106,7 @@ class ProposalRow(SQLModel, table=True):
     turn_id: str | None = Field(default=None, max_length=200)
 
 
-class ProposalDomainRow(SQLModel, table=True):
+class ProposalDomainRow(LedgerTable, table=True):
     """One row per (proposal, domain) so the domain filter is an indexed lookup."""
 
     __tablename__ = "proposal_domain"
@@ -105,7 +118,7 @@ class ProposalDomainRow(SQLModel, table=True):
     domain: str = Field(primary_key=True, max_length=200)
 
 
-class ExecutionRow(SQLModel, table=True):
+class ExecutionRow(LedgerTable, table=True):
     __tablename__ = "execution"
     __table_args__ = (sa.Index("ix_execution_state", "state"),)
 
@@ -125,7 +138,7 @@ class ExecutionRow(SQLModel, table=True):
     reason: str | None = Field(default=None, sa_type=sa.Text)
 
 
-class CheckpointRow(SQLModel, table=True):
+class CheckpointRow(LedgerTable, table=True):
     __tablename__ = "checkpoint"
     __table_args__ = (sa.Index("ix_checkpoint_agent_thread", "agent_id", "thread_id", "seq"),)
 
@@ -140,7 +153,7 @@ class CheckpointRow(SQLModel, table=True):
     created_at: datetime = _ts()
 
 
-class AuditRow(SQLModel, table=True):
+class AuditRow(LedgerTable, table=True):
     __tablename__ = "audit"
     __table_args__ = (sa.Index("ix_audit_subject", "subject", "seq"),)
 
@@ -154,7 +167,7 @@ class AuditRow(SQLModel, table=True):
     hash: str = Field(max_length=64)
 
 
-class TraceEventRow(SQLModel, table=True):
+class TraceEventRow(LedgerTable, table=True):
     __tablename__ = "trace_event"
     __table_args__ = (
         sa.Index("ix_trace_agent_thread", "agent_id", "thread_id", "id"),
@@ -174,7 +187,7 @@ class TraceEventRow(SQLModel, table=True):
     blob_ref: str | None = Field(default=None, max_length=80)  # "sha256:" + 64 hex digits
 
 
-class BlobRow(SQLModel, table=True):
+class BlobRow(LedgerTable, table=True):
     __tablename__ = "blob"
 
     sha256: str = Field(primary_key=True, max_length=64)
@@ -186,7 +199,7 @@ class BlobRow(SQLModel, table=True):
     created_at: datetime = _ts()
 
 
-class ToolRegistryRow(SQLModel, table=True):
+class ToolRegistryRow(LedgerTable, table=True):
     __tablename__ = "tool_registry"
     __table_args__ = (sa.Index("ix_tool_registry_agent_name", "agent_id", "name"),)
 
@@ -202,7 +215,7 @@ class ToolRegistryRow(SQLModel, table=True):
     updated_at: datetime = _ts()
 
 
-class AgentRow(SQLModel, table=True):
+class AgentRow(LedgerTable, table=True):
     __tablename__ = "agent"
 
     id: str = Field(primary_key=True, max_length=200)
@@ -211,7 +224,7 @@ class AgentRow(SQLModel, table=True):
     updated_at: datetime = _ts()
 
 
-class ProcessRow(SQLModel, table=True):
+class ProcessRow(LedgerTable, table=True):
     __tablename__ = "process"
     __table_args__ = (sa.Index("ix_process_status", "status", "heartbeat_at"),)
 
@@ -230,14 +243,14 @@ class ProcessRow(SQLModel, table=True):
     step_json: str | None = Field(default=None, sa_type=sa.Text, nullable=True)
 
 
-class LedgerMetaRow(SQLModel, table=True):
+class LedgerMetaRow(LedgerTable, table=True):
     __tablename__ = "ledger_meta"
 
     key: str = Field(primary_key=True, max_length=100)
     value: str = Field(sa_type=sa.Text)
 
 
-class PolicyVersionRow(SQLModel, table=True):
+class PolicyVersionRow(LedgerTable, table=True):
     """One version of the ledger's approval policy; the highest version is in force."""
 
     __tablename__ = "policy_version"
@@ -251,7 +264,7 @@ class PolicyVersionRow(SQLModel, table=True):
     audit_seq: int
 
 
-class GrantRow(SQLModel, table=True):
+class GrantRow(LedgerTable, table=True):
     """A time-boxed, use-capped rule an operator made from a proposal ("allow similar")."""
 
     __tablename__ = "policy_grant"

@@ -12,12 +12,12 @@ from __future__ import annotations
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
 
-from supervisor.store.tables import UTCDateTime
+from supervisor.store.tables import LedgerTable, UTCDateTime
 
 
-class WebhookRow(SQLModel, table=True):
+class WebhookRow(LedgerTable, table=True):
     """One receiver of blocked-proposal events."""
 
     __tablename__ = "webhook"
@@ -33,7 +33,7 @@ class WebhookRow(SQLModel, table=True):
     removed_by: str | None = Field(default=None, max_length=255, nullable=True)
 
 
-class WebhookDeliveryRow(SQLModel, table=True):
+class WebhookDeliveryRow(LedgerTable, table=True):
     """One event for one webhook, its attempts and its outcome."""
 
     __tablename__ = "webhook_delivery"
