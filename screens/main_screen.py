@@ -200,8 +200,9 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
         if self.notifier is None:
             write = getattr(self.app, "write_terminal", None)
             self.notifier = Notifier(self.settings.notify, write)
-        if self._loaded:
-            self.notices.seen(self.approvals.pending())
+        # Pending before this console started, whether the inbox has read all of it yet or
+        # only its first pages (the rest are marked as they arrive, in on_inbox_changed).
+        self.notices.seen(self.approvals.pending())
         self.set_interval(1.0, self._tick)
         self.set_focus(self.query_one("#inbox-table"))
 
