@@ -97,6 +97,8 @@ class RulesMixin(LedgerBase):
         self, tx: LedgerTx, call: CallFacts, *, schema_hash: str, grantable: bool, now: datetime
     ) -> RuleOutcome:
         """The stored policy's decision for ``call`` (read in ``tx``), grants included."""
+        if grantable:
+            tx.probe_grants(call.tool, now)
         try:
             policy, version = self._policy_in_force(tx)
         except PolicyInvalid as error:

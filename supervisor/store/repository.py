@@ -47,7 +47,7 @@ from supervisor.store.direct import DirectResult, DirectStatement, DriverTransac
 from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
 from supervisor.store.expiry import ExpiryMixin
-from supervisor.store.grants import GrantsMixin
+from supervisor.store.grants import LIVE_GRANT_PROBE, GrantsMixin
 from supervisor.store.ids import IdsMixin
 from supervisor.store.leases import LeasesMixin
 from supervisor.store.notify import (
@@ -108,6 +108,8 @@ _IN_FORCE_AND_TIP = sa.select(
     *POLICY_IN_FORCE_COLUMNS,
     *_TIP_COLUMNS,
 )
+# The same, and whether the call's tool has a live grant (see GrantsMixin.probe_grants).
+_IN_FORCE_TIP_AND_GRANT = sa.select(*POLICY_IN_FORCE_COLUMNS, *_TIP_COLUMNS, LIVE_GRANT_PROBE)
 # Every proposal with its execution (if claimed), in id order, for the audit replay.
 _SELECT_WITH_EXECUTIONS = (
     sa.select(_PROPOSAL, *[column.label(EXECUTION_PREFIX + column.name) for column in _EXECUTION.c])
@@ -347,7 +349,13 @@ class LedgerTx(
         :meth:`proposal_for_write` does (one round trip fewer while a propose holds the lock).
         """
         if self._tip is None and not self._policy_known():
-            row = self._hot(_IN_FORCE_AND_TIP).one()
+            probe = self._grant_probe
+            if probe is None:
+                row = self._hot(_IN_FORCE_AND_TIP).one()
+            else:
+                params = {"probe_tool": probe[0], "probe_at": probe[1]}
+                row = self._hot(_IN_FORCE_TIP_AND_GRANT, params).one()
+                self._keep_grant_probe(bool(row.live_grant))
             self._keep_tip(row)
             self._keep_policy_in_force(row)
         return super().policy_in_force()
