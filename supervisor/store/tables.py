@@ -50,7 +50,8 @@ class LedgerTable(SQLModel):
     written; the domain models in :mod:`supervisor.ledger.models` are what validates. So the
     core schema and validator pydantic would build for each of the 20 table classes at import
     (~12 ms of a console's start) are deferred, and nothing in the ledger ever asks for them.
-    ``tests/unit/test_table_classes.py`` holds that.
+    A deferred build is not thread-safe in pydantic, so that must stay true: the test suite
+    checks at its end that no table class's validator was built (``tests/conftest.py``).
     """
 
     model_config = {"defer_build": True}
