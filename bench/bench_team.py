@@ -136,7 +136,7 @@ def role(kind: str, index: int, url: str, rate: float, seconds: float, full_feed
     print("ready", flush=True)
     start_at = float(sys.stdin.readline())
     time.sleep(max(0.0, start_at - time.time()))
-    began = time.monotonic()
+    began, cpu_began = time.monotonic(), time.process_time()
     next_at = began + (index / AGENTS) * interval if kind == "agent" else float("inf")
     stop_proposing = began + seconds
     drain_until = stop_proposing + 10.0
@@ -164,7 +164,11 @@ def role(kind: str, index: int, url: str, rate: float, seconds: float, full_feed
                 count("behind")
                 next_at = now + interval
             continue
-        wait = min(0.05, max(0.0, next_at - time.monotonic()))
+        # Until the next propose is due; once proposing is over (the drain), the feed's pace:
+        # a wait of 0 there would spin, and 12 spinning agents took the CPU the steps still
+        # being measured needed.
+        due_in = next_at - time.monotonic() if now < stop_proposing else 0.05
+        wait = min(0.05, max(0.0, due_in))
         if full_feed:
             records = ledger.wait_for_change(cursor, timeout=wait)
             cursor = records[-1].seq if records else cursor
@@ -190,8 +194,11 @@ def role(kind: str, index: int, url: str, rate: float, seconds: float, full_feed
             elif kind == "racer" and record.action == "approve" and _bucket(subject, 10) == 0:
                 proposal = ledger.get(subject)
                 execute(subject, proposal.args_hash, record.at)
+    cpu = time.process_time() - cpu_began
     provider.close()
-    print(json.dumps({"role": name, "samples": samples, "counts": counts, "proposed": n}))
+    print(json.dumps(
+        {"role": name, "samples": samples, "counts": counts, "proposed": n, "cpu_s": cpu}
+    ))  # fmt: skip
 
 
 def peer_steps(url: str, cycles: int) -> dict[str, list[float]]:
@@ -394,6 +401,12 @@ def main() -> None:
     )
     print(f"proposed {proposed:,} ({proposed / options.seconds:.1f}/s), counts {counts}")
     print(f"database: {outcome}")
+    cpu: dict[str, float] = {}
+    for report in reports:
+        kind = report["role"].rsplit("-", 1)[0]
+        cpu[kind] = cpu.get(kind, 0.0) + report["cpu_s"]
+    print("CPU seconds from the start to the end of the loop (drain included), per role kind: "
+          + ", ".join(f"{kind} {seconds:.1f}" for kind, seconds in cpu.items()))  # fmt: skip
     print()
     print("| step | n | p50 ms | p95 ms | p99 ms |")
     print("|---|---:|---:|---:|---:|")
