@@ -70,6 +70,10 @@ DECIDED = {
 NARROW_BELOW = 140
 
 
+NEW_TOAST_SECONDS = 5.0
+"""The least time between two "New proposal" toasts (each stays up as long)."""
+
+
 class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
     """Watch and steer: everything a supervisor needs on one screen."""
 
@@ -132,6 +136,8 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
         self.processes = processes
         self.process_control = process_control
         self._loaded = False
+        self._new_arrivals: list[Proposal] = []  # announced, not yet in a toast
+        self._new_toast_at = -NEW_TOAST_SECONDS  # when the last "New proposal" toast went up
         # The detail pane shows a trace event the operator chose: inbox changes leave it there
         # until the operator points at the inbox again (a key, a click or focusing it).
         self.showing_event = False
@@ -218,10 +224,29 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
     def now(self) -> datetime:
         return self.settings.now()
 
+    def _toast_arrivals(self) -> None:
+        """One "New proposal" toast for what arrived, at most one per ``NEW_TOAST_SECONDS``:
+        on a busy team ledger a toast per feed page would stack over the detail pane. What
+        arrives meanwhile is held and told in the next one ("+N more"); the bell and desktop
+        notices are not held."""
+        arrivals = self._new_arrivals
+        if not arrivals or monotonic() < self._new_toast_at + NEW_TOAST_SECONDS:
+            return
+        first = arrivals[0]
+        more = f" (+{len(arrivals) - 1} more)" if len(arrivals) > 1 else ""
+        self.notify(
+            f"{escaped(first.tool_name)} from {escaped(first.owner or 'an agent')}{more}",
+            title="New proposal",
+            timeout=NEW_TOAST_SECONDS,
+        )
+        self._new_arrivals = []
+        self._new_toast_at = monotonic()
+
     def _tick(self) -> None:
         now = self.now()
         inbox = self.query_one(InboxPane)
         inbox.tick(now)
+        self._toast_arrivals()  # what arrived since the last toast, once its time is up
         notices = self.notices.expiring(list(inbox.proposals.values()), now)
         if not notices:
             return
@@ -260,12 +285,9 @@ class MainScreen(ConsoleActions, ProcessActions, ReconcileActions):
             if notices and self.webhooks is not None:
                 self.webhooks.wake()  # its own thread POSTs them; this only signals
             if notices:
-                first = next(p for p in change.upserted if p.proposal_id == notices[0].proposal_id)
-                more = f" (+{len(notices) - 1} more)" if len(notices) > 1 else ""
-                self.notify(
-                    f"{escaped(first.tool_name)} from {escaped(first.owner or 'an agent')}{more}",
-                    title="New proposal",
-                )
+                ids = {notice.proposal_id for notice in notices}
+                self._new_arrivals.extend(p for p in change.upserted if p.proposal_id in ids)
+                self._toast_arrivals()
         if was_selected is not None:
             self._announce_decisions(was_selected, change.decisions)
         for record in change.decisions:

@@ -75,3 +75,29 @@ async def test_an_expired_proposal_leaves_the_inbox_on_its_own(
         await wait_for(pilot, lambda: short.proposal_id in inbox.proposals)
         await wait_for(pilot, lambda: short.proposal_id not in inbox.proposals, limit=8)
     assert provider.ledger.get(short.proposal_id).status is ProposalStatus.EXPIRED
+
+
+async def test_new_proposals_arriving_page_after_page_raise_one_toast_at_a_time(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    """A busy team ledger delivers a page of new proposals every moment: the toasts do not
+    stack. The first is told at once; what comes while it is up is told in the next one."""
+    propose(provider.ledger, "lookup", arguments={"n": 0})
+    app = make_app(settings, ledger=provider.ledger, identity=identity)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        screen = main_screen(app)
+        await wait_for(pilot, lambda: screen.guard is not None)
+        written: list[str] = []
+        screen.notifier = Notifier({"bell"}, written.append)
+        for proposal in _burst(3, expires_in=3600):  # three pages of one, back to back
+            screen.post_message(InboxChanged(InboxChange(upserted=(proposal,))))
+            await pilot.pause(0.1)
+        await wait_for(pilot, lambda: "New proposal" in toast_text(app))
+        await pilot.pause(0.5)
+        assert toast_text(app).count("New proposal") == 1
+        assert "refund from agent-0" in toast_text(app)
+        assert "more)" not in toast_text(app)
+        assert written == ["\x07"] * 3  # the bell is not held: one per page
+        # Once that toast's time is up, one toast tells the two that came meanwhile.
+        await wait_for(pilot, lambda: "refund from agent-1 (+1 more)" in toast_text(app), limit=8)
+        assert toast_text(app).count("New proposal") == 1
