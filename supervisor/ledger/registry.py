@@ -17,6 +17,8 @@ from supervisor.ledger.models import (
     ToolRecord,
 )
 
+_RESTART_FACTORY = "restart_factory"  # AgentConfig.restart_factory, as saved
+
 
 class RegistryServiceMixin(LedgerBase):
     """The tool registry, agent configurations and the process table."""
@@ -38,10 +40,23 @@ class RegistryServiceMixin(LedgerBase):
             return tx.tools(agent_id)
 
     def save_agent(self, agent_id: str, name: str, config: dict[str, Any]) -> AgentRecord:
-        """Save an agent's configuration (JSON only)."""
+        """Save an agent's configuration (JSON only).
+
+        A configuration without a restart factory keeps the one stored for the agent: a process
+        that builds and saves the agent again (``build_and_save()``, then ``record_restart``)
+        would otherwise leave it without one for a moment, and a resume of its earlier run's
+        orphan in that moment found the agent not resumable.
+        """
         normalised: dict[str, Any] = normalise(config)
-        agent = AgentRecord(agent_id=agent_id, name=name, config=normalised, updated_at=self._now())
         with self.repository.write() as tx:
+            if normalised.get(_RESTART_FACTORY) is None:
+                stored = tx.agent(agent_id)
+                factory = stored.config.get(_RESTART_FACTORY) if stored is not None else None
+                if factory is not None:
+                    normalised = {**normalised, _RESTART_FACTORY: factory}
+            agent = AgentRecord(
+                agent_id=agent_id, name=name, config=normalised, updated_at=self._now()
+            )
             tx.save_agent(agent)
         return agent
 

@@ -215,3 +215,20 @@ def test_tool_registry_agents_and_processes(ledger: ApprovalLedger, clock: Manua
     )
     assert [p.process_id for p in ledger.list_processes("exited")] == ["p1"]
     assert ledger.heartbeat("missing") is None
+
+
+def test_saving_an_agent_again_keeps_its_restart_factory(ledger: ApprovalLedger) -> None:
+    """A process that builds and saves an agent again saves it without the factory first, and
+    records the factory a moment later: in between, a resume of the agent's orphan from an
+    earlier run must still find the factory (the demo's restart test caught that moment)."""
+    ledger.save_agent("crm", "CRM", {"model": "m", "restart_factory": "app.agents:make_crm"})
+    ledger.save_agent("crm", "CRM", {"model": "m2"})  # build_and_save() in a new process
+    loaded = ledger.load_agent("crm")
+    assert loaded is not None
+    assert loaded.config == {"model": "m2", "restart_factory": "app.agents:make_crm"}
+    ledger.save_agent("crm", "CRM", {"model": "m2", "restart_factory": "app.agents:make_crm2"})
+    loaded = ledger.load_agent("crm")
+    assert loaded is not None and loaded.config["restart_factory"] == "app.agents:make_crm2"
+    ledger.save_agent("other", "Other", {"model": "m"})
+    other = ledger.load_agent("other")
+    assert other is not None and "restart_factory" not in other.config
