@@ -52,6 +52,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from leftovers import live_pids, wait_gone  # noqa: E402
 
 SIZE = (160, 50)
 ARGUMENTS = {"name": "Ada Lovelace", "email": "ada@example.com", "plan": "pro", "seats": 3}
@@ -605,29 +608,6 @@ def _terminal_run(
         os.close(master)
 
 
-def _pids() -> set[int]:
-    """Every live process (zombies left out: they use nothing and wait for their parent)."""
-    live = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            state = (entry / "stat").read_text(errors="replace").rsplit(")", 1)[-1].split()[0]
-        except OSError:  # gone meanwhile
-            continue
-        if state != "Z":
-            live.add(int(entry.name))
-    return live
-
-
-def _wait_gone(before: set[int], limit: float = 15.0) -> None:
-    """Wait until the processes started since ``before`` was taken have exited (one started
-    by something else meanwhile only makes this wait ``limit`` seconds)."""
-    deadline = time.monotonic() + limit
-    while _pids() - before and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
 def _median(samples: list[float | None]) -> float | None:
     values = [value for value in samples if value is not None]
     return round(statistics.median(values), 3) if values else None
@@ -687,11 +667,11 @@ def bench_startup(folder: Path, rounds: int, compare: Path | None = None) -> dic
     for _ in range(rounds):  # interleaved, so a burst of load hits every case alike
         for name, (argv, env, ready, answer) in cases.items():
             shutil.rmtree(demo_home, ignore_errors=True)
-            before = _pids()
+            before = live_pids()
             samples[name].append(_terminal_run(argv, env, ready, answer=answer, limit=120))
             # The demo's agents and Chromium outlive its terminal by a moment: the next case
             # would start beside them and pay for their shutdown.
-            _wait_gone(before)
+            wait_gone(before)
         load.append(os.getloadavg()[0])
     return {
         "rounds": rounds,
