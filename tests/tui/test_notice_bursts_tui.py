@@ -5,11 +5,15 @@ inbox by itself."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
+from textual.pilot import Pilot
 from tui_helpers import main_screen, propose, toast_text, wait_for
 
-from screens.app import make_app
+from screens.app import SupervisorApp, make_app
+from screens.main_screen import MainScreen
 from screens.messages import InboxChanged
 from screens.widgets.inbox.inbox_pane import InboxPane
 from supervisor.ledger.models import Proposal, ProposalStatus
@@ -42,9 +46,11 @@ def _burst(count: int, *, expires_in: float) -> tuple[Proposal, ...]:
     )
 
 
-async def test_a_burst_of_new_and_expiring_proposals_rings_once_each(
+@contextlib.asynccontextmanager
+async def _console(
     provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
-) -> None:
+) -> AsyncIterator[tuple[SupervisorApp, Pilot[None], MainScreen, list[str]]]:
+    """The console on a ledger with one proposal, its bell written to the list yielded."""
     propose(provider.ledger, "lookup", arguments={"n": 0})
     app = make_app(settings, ledger=provider.ledger, identity=identity)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
@@ -52,6 +58,13 @@ async def test_a_burst_of_new_and_expiring_proposals_rings_once_each(
         await wait_for(pilot, lambda: screen.guard is not None)
         written: list[str] = []
         screen.notifier = Notifier({"bell"}, written.append)
+        yield app, pilot, screen, written
+
+
+async def test_a_burst_of_new_and_expiring_proposals_rings_once_each(
+    provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
+) -> None:
+    async with _console(provider, settings, identity) as (app, pilot, screen, written):
         burst = _burst(40, expires_in=120)  # inside the 300 s reminder window
         screen.post_message(InboxChanged(InboxChange(upserted=burst)))
         await wait_for(pilot, lambda: "New proposal" in toast_text(app))
@@ -61,6 +74,7 @@ async def test_a_burst_of_new_and_expiring_proposals_rings_once_each(
         await wait_for(pilot, lambda: "Expiring soon" in toast_text(app), limit=5)
         assert "(+39 more)" in toast_text(app).split("Expiring soon", 1)[1]
         assert written == ["\x07", "\x07"]
+        assert screen.notifier is not None
         assert screen.notifier.sent == 2
 
 
@@ -82,13 +96,7 @@ async def test_new_proposals_arriving_page_after_page_raise_one_toast_at_a_time(
 ) -> None:
     """A busy team ledger delivers a page of new proposals every moment: the toasts do not
     stack. The first is told at once; what comes while it is up is told in the next one."""
-    propose(provider.ledger, "lookup", arguments={"n": 0})
-    app = make_app(settings, ledger=provider.ledger, identity=identity)
-    async with app.run_test(size=SIZE, notifications=True) as pilot:
-        screen = main_screen(app)
-        await wait_for(pilot, lambda: screen.guard is not None)
-        written: list[str] = []
-        screen.notifier = Notifier({"bell"}, written.append)
+    async with _console(provider, settings, identity) as (app, pilot, screen, written):
         for proposal in _burst(3, expires_in=3600):  # three pages of one, back to back
             screen.post_message(InboxChanged(InboxChange(upserted=(proposal,))))
             await pilot.pause(0.1)
