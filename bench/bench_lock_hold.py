@@ -49,23 +49,32 @@ def measure(url: str, cycles: int) -> dict[str, dict[str, float]]:
     def _after(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         now = time.perf_counter()
         if "pg_advisory_xact_lock" in statement:
-            state.update(locked=now, statements=0.0, count=0)
+            state.update(locked=now, statements=0.0, count=0, trips=0)
         elif "locked" in state:
             state["statements"] += now - state["sent"]
             state["count"] += 1
+            state["trips"] += 1
+
+    _time_driver_statements(state)
 
     @sa.event.listens_for(engine, "commit")
     def _commit(_conn: Any) -> None:
         state["commit"] = time.perf_counter()
 
-    samples: dict[str, list[tuple[float, float, float, int]]] = {step: [] for step in STEPS}
+    samples: dict[str, list[tuple[float, float, float, int, int]]] = {step: [] for step in STEPS}
 
     def timed(step: str, call: Any, *args: Any, **kwargs: Any) -> Any:
         state.pop("locked", None)
         result = call(*args, **kwargs)
         end = time.perf_counter()
         samples[step].append(
-            (end - state["locked"], state["statements"], end - state["commit"], state["count"])
+            (
+                end - state["locked"],
+                state["statements"],
+                end - state["commit"],
+                state["count"],
+                state["trips"],
+            )
         )
         return result
 
@@ -85,8 +94,40 @@ def measure(url: str, cycles: int) -> dict[str, dict[str, float]]:
         result[step] = {
             "hold_ms": hold * 1e3, "statements_ms": statements * 1e3, "commit_ms": commit * 1e3,
             "python_ms": (hold - statements - commit) * 1e3, "statements": rows[-1][3],
+            "round_trips": rows[-1][4],
         }  # fmt: skip
     return result
+
+
+def _time_driver_statements(state: dict[str, Any]) -> None:
+    """Count the statements a checkout runs on psycopg directly (past SQLAlchemy's events) and
+    its pipelines: a statement sent in a pipeline is a statement but not a round trip; the
+    pipeline's end is one round trip. A checkout without them is left as it is."""
+    try:
+        from supervisor.store import direct_pg  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return
+
+    def timed(original: Any, statements: int, trips: int) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if "locked" not in state:
+                return original(*args, **kwargs)
+            sent = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                state["statements"] += time.perf_counter() - sent
+                state["count"] += statements
+                state["trips"] += trips
+
+        return call
+
+    statement = direct_pg.PgDirectStatement
+    statement.execute = timed(statement.execute, 1, 1)  # type: ignore[method-assign]
+    pipeline = getattr(direct_pg, "PgPipeline", None)
+    if pipeline is not None:
+        pipeline.send = timed(pipeline.send, 1, 0)
+        pipeline.finish = timed(pipeline.finish, 0, 1)
 
 
 def _run_tree(tree: Path | None, url: str, cycles: int) -> dict[str, dict[str, float]]:
@@ -130,16 +171,19 @@ def main() -> None:
                 runs[name].append(_run_tree(tree, url, options.cycles))
     finally:
         cluster.stop()
-    print("| step | tree | lock held ms | in statements ms | statements | commit ms | Python ms |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print(
+        "| step | tree | lock held ms | in statements ms | statements | round trips | commit ms "
+        "| Python ms |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for step in STEPS:
         for name in trees:
             rounds = [run[step] for run in runs[name]]
             figure = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
             print(
                 f"| {step} | {name} | {figure['hold_ms']:.3f} | {figure['statements_ms']:.3f} | "
-                f"{figure['statements']:.0f} | {figure['commit_ms']:.3f} | "
-                f"{figure['python_ms']:.3f} |"
+                f"{figure['statements']:.0f} | {figure['round_trips']:.0f} + commit | "
+                f"{figure['commit_ms']:.3f} | {figure['python_ms']:.3f} |"
             )
     if options.compare is not None:
         for step in STEPS:

@@ -27,7 +27,7 @@ from supervisor.ledger.models import (
     TraceEvent,
 )
 from supervisor.ledger.trail import claim_refusal, replay
-from supervisor.store.repository import LedgerTx
+from supervisor.store.repository import LedgerTx, RowsNotMatched
 
 _S = ProposalStatus
 
@@ -130,24 +130,32 @@ class ExecutionMixin(LedgerBase):
             else:
                 refusal = self._audit_refusal(tx, current, expected_args_hash, identity, now)
             if refusal is None:
-                changed = tx.update_proposal(
-                    proposal_id,
-                    expect_status=_S.APPROVED,
-                    expires_after=now,
-                    expect_args_hash=expected_args_hash,
-                    values={"status": _S.EXECUTING, "updated_at": now},
-                )
                 # ``existing`` was read earlier in this transaction; the proposal UPDATE does
                 # not touch executions, so it is what a re-read here would return.
-                if changed != 1 or existing is not None:
+                if existing is not None:
                     raise self._state_error(tx, self._load(tx, proposal_id), "claimed")
-                execution = tx.insert_execution(proposal_id, identity, expected_args_hash, now)
-                tx.append_audit(
-                    at=now, actor=identity.executor_id, action="claim", subject=proposal_id,
-                    payload={
-                        "args_hash": expected_args_hash, "executor": identity.model_dump(),
-                    },
-                )  # fmt: skip
+                try:
+                    with tx.pipelined():
+                        tx.update_proposal(
+                            proposal_id,
+                            expect_status=_S.APPROVED,
+                            expires_after=now,
+                            expect_args_hash=expected_args_hash,
+                            values={"status": _S.EXECUTING, "updated_at": now},
+                        )
+                        execution = tx.insert_execution(
+                            proposal_id, identity, expected_args_hash, now
+                        )
+                        tx.append_audit(
+                            at=now, actor=identity.executor_id, action="claim",
+                            subject=proposal_id,
+                            payload={
+                                "args_hash": expected_args_hash,
+                                "executor": identity.model_dump(),
+                            },
+                        )  # fmt: skip
+                except RowsNotMatched:
+                    raise self._state_error(tx, self._load(tx, proposal_id), "claimed") from None
         if refusal is not None:
             raise refusal
         assert execution is not None
@@ -205,27 +213,30 @@ class ExecutionMixin(LedgerBase):
                 actor = executor if isinstance(executor, str) else executor.executor_id
                 if actor != claimed_by:
                     raise NotOwner(proposal_id, actor=actor, owner=claimed_by)
-            changed = tx.update_proposal(
-                proposal_id,
-                expect_status=_S.EXECUTING,
-                values={"status": to_status, "updated_at": now},
-            )
-            finished = tx.update_execution_from(
-                execution, expect_state="executing", state=to_status.value,
-                finished_at=now, outcome_status=outcome_status, result_ref=result_ref,
-                reason=reason,
-            )  # fmt: skip
-            if changed != 1 or finished is None:
-                raise self._state_error(tx, self._load(tx, proposal_id), wanted)
-            tx.append_audit(
-                at=now, actor=claimed_by,
-                action="complete" if to_status is _S.EXECUTED else "fail",
-                subject=proposal_id,
-                payload={
-                    "outcome_status": outcome_status, "result_ref": result_ref,
-                    "reason": reason, "args_hash": execution.args_hash,
-                },
-            )  # fmt: skip
+            try:
+                with tx.pipelined():
+                    tx.update_proposal(
+                        proposal_id,
+                        expect_status=_S.EXECUTING,
+                        values={"status": to_status, "updated_at": now},
+                    )
+                    finished = tx.update_execution_from(
+                        execution, expect_state="executing", state=to_status.value,
+                        finished_at=now, outcome_status=outcome_status, result_ref=result_ref,
+                        reason=reason,
+                    )  # fmt: skip
+                    tx.append_audit(
+                        at=now, actor=claimed_by,
+                        action="complete" if to_status is _S.EXECUTED else "fail",
+                        subject=proposal_id,
+                        payload={
+                            "outcome_status": outcome_status, "result_ref": result_ref,
+                            "reason": reason, "args_hash": execution.args_hash,
+                        },
+                    )  # fmt: skip
+            except RowsNotMatched:
+                raise self._state_error(tx, self._load(tx, proposal_id), wanted) from None
+            assert finished is not None  # a miss in the block raised RowsNotMatched
             if blob is not None:
                 tx.insert_blob(blob, now)  # a digest already stored is left as it is
             tx.insert_trace_events(batch)

@@ -50,6 +50,7 @@ from supervisor.ledger.webhooks import WebhookServiceMixin
 from supervisor.outcomes.blobref import BlobRef
 from supervisor.rules.grants import check_patterns
 from supervisor.rules.model import CallFacts
+from supervisor.store.repository import RowsNotMatched
 
 _S = ProposalStatus
 
@@ -208,10 +209,11 @@ class ApprovalLedger(
             proposal = self._as_decided(proposal, outcome, grantable=grantable)
             if checkpoint is not None:
                 tx.insert_checkpoint(checkpoint)
-            tx.insert_proposal(proposal)
-            self._audit_proposed(tx, proposal, now, original_ttl_seconds=float(ttl))
-            if proposal.decided_by_rule is not None:
-                self._audit_rule_decision(tx, proposal, outcome, now)
+            with tx.pipelined():
+                tx.insert_proposal(proposal)
+                self._audit_proposed(tx, proposal, now, original_ttl_seconds=float(ttl))
+                if proposal.decided_by_rule is not None:
+                    self._audit_rule_decision(tx, proposal, outcome, now)
             batch = [self.redact_trace_event(event) for event in trace(proposal)] if trace else []
             tx.insert_trace_events(batch)
         self._traced(len(batch))
@@ -361,17 +363,6 @@ class ApprovalLedger(
                 return self._vote(tx, current, identity, approver_id, reason, ctx, now,
                                   policy_version)  # fmt: skip
             else:
-                changed = tx.update_proposal_from(
-                    current,
-                    expect_status=from_status,
-                    values={
-                        "status": to_status, "decided_at": now, "updated_at": now,
-                        "approver_id": approver_id, "approver_context": ctx,
-                        "decision_reason": reason,
-                    },
-                )  # fmt: skip
-                if changed is None:
-                    raise self._state_error(tx, self._load(tx, proposal_id), wanted)
                 payload = self._decision_payload(
                     current, to_status=to_status, approver_id=approver_id,
                     reason=reason, context=ctx, identity=identity,
@@ -379,10 +370,24 @@ class ApprovalLedger(
                 )  # fmt: skip
                 if action == "approve" and current.approvals_required > 1:
                     payload["quorum"] = [vote.identity for vote in current.approvals]
-                tx.append_audit(
-                    at=now, actor=approver_id, action=action, subject=proposal_id,
-                    payload=payload,
-                )  # fmt: skip
+                try:
+                    with tx.pipelined():
+                        changed = tx.update_proposal_from(
+                            current,
+                            expect_status=from_status,
+                            values={
+                                "status": to_status, "decided_at": now, "updated_at": now,
+                                "approver_id": approver_id, "approver_context": ctx,
+                                "decision_reason": reason,
+                            },
+                        )  # fmt: skip
+                        tx.append_audit(
+                            at=now, actor=approver_id, action=action, subject=proposal_id,
+                            payload=payload,
+                        )  # fmt: skip
+                except RowsNotMatched:
+                    raise self._state_error(tx, self._load(tx, proposal_id), wanted) from None
+                assert changed is not None  # a miss in the block raised RowsNotMatched
                 updated = changed
         if expired_error is not None:
             raise expired_error

@@ -111,9 +111,19 @@ class DirectStatement:
 
     __slots__ = ("_binds", "_defaults", "_pick", "_results", "_row", "returns_rows", "sql")
 
+    dialect: Any = _DIALECT
+    """The dialect statements are compiled for (positional parameters)."""
+    utc_processors: tuple[Callable[[datetime], Any] | None, Callable[[Any], datetime] | None] = (
+        _utc_text,
+        _utc_datetime,
+    )
+    """How a :class:`UTCDateTime` is bound and read in one call each (``None``: the type's
+    own processors)."""
+
     def __init__(self, statement: Any, column_keys: Sequence[str] | None = None) -> None:
+        dialect = self.dialect
         compiled: Any = statement.compile(
-            dialect=_DIALECT, column_keys=list(column_keys) if column_keys is not None else None
+            dialect=dialect, column_keys=list(column_keys) if column_keys is not None else None
         )
         if (
             compiled.insert_prefetch
@@ -131,9 +141,10 @@ class DirectStatement:
         self._pick: Callable[[Mapping[str, Any]], tuple[Any, ...]] = (
             operator.itemgetter(*names, *names[:1]) if names else _no_values
         )
+        utc_bind, utc_result = self.utc_processors
         self._binds: tuple[tuple[int, Callable[[Any], Any]], ...] = tuple(
-            (index, _utc_text if isinstance(compiled.binds[name].type, UTCDateTime)
-             else processors[name])
+            (index, utc_bind if utc_bind is not None
+             and isinstance(compiled.binds[name].type, UTCDateTime) else processors[name])
             for index, name in enumerate(names)
             if name in processors
         )  # fmt: skip
@@ -149,8 +160,8 @@ class DirectStatement:
         self.returns_rows = bool(columns)
         self._row: type | None = _row_class([c[0] for c in columns]) if columns else None
         results = [
-            _utc_datetime if isinstance(column[3], UTCDateTime)
-            else column[3]._cached_result_processor(_DIALECT, None)
+            utc_result if utc_result is not None and isinstance(column[3], UTCDateTime)
+            else column[3]._cached_result_processor(dialect, None)
             for column in columns
         ]  # fmt: skip
         self._results: tuple[tuple[int, Callable[[Any], Any]], ...] = tuple(
@@ -181,8 +192,15 @@ class DirectStatement:
             cursor = driver.execute(self.sql, values)
             raw = cursor.fetchall() if self.returns_rows else []
         except sqlite3.Error as error:
-            raise sa.exc.DBAPIError.instance(self.sql, values, error, sqlite3.Error) from error
-        rowcount = cursor.rowcount
+            raise sa.exc.DBAPIError.instance(
+                self.sql, values, error, sqlite3.Error, hide_parameters=True
+            ) from error
+        # RETURNING: sqlite3 reports -1 until the statement is exhausted; count what came back.
+        return self.result(raw, cursor.rowcount)
+
+    def result(self, raw: list[Any], rowcount: int) -> DirectResult:
+        """The driver's rows (``raw``) processed as Core would, and the rowcount (``-1``:
+        the number of rows)."""
         if not self.returns_rows:
             return DirectResult([], rowcount)
         row, results = self._row, self._results
@@ -195,7 +213,6 @@ class DirectStatement:
                 if value is not None:
                     values[index] = process(value)
             rows.append(tuple.__new__(row, values))
-        # RETURNING: sqlite3 reports -1 until the statement is exhausted; count what came back.
         return DirectResult(rows, len(rows) if rowcount < 0 else rowcount)
 
 
@@ -209,7 +226,9 @@ def _wrapped(call: Callable[[], Any], statement: str) -> None:
     try:
         call()
     except sqlite3.Error as error:
-        raise sa.exc.DBAPIError.instance(statement, None, error, sqlite3.Error) from error
+        raise sa.exc.DBAPIError.instance(
+            statement, None, error, sqlite3.Error, hide_parameters=True
+        ) from error
 
 
 class DriverTransaction:

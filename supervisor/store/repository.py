@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
-from typing import Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -69,6 +69,9 @@ from supervisor.store.tables import (
     ProposalRow,
 )
 from supervisor.store.webhooks import WebhooksMixin
+
+if TYPE_CHECKING:
+    from supervisor.store.direct_pg import PgDirectStatement, PgPipeline
 
 AUDIT_LOCK_KEY = 0x5355_5056_4155_4431  # "SUPVAUD1"
 _PROPOSAL = SQLModel.metadata.tables[ProposalRow.__tablename__]
@@ -149,7 +152,7 @@ _INSERT_AUDIT_NOTIFY = sa.select(
 )
 # Audit records after a seq, up to a tip, optionally only some actions and subjects.
 _FILTER_SUBJECTS_MAX = 500
-_INSERT_EXECUTION = sa.insert(_EXECUTION).returning(*_EXECUTION.c)
+_INSERT_EXECUTION = sa.insert(_EXECUTION)
 _ADVISORY_LOCK = sa.text("SELECT pg_advisory_xact_lock(:key)")
 _NOTIFY = sa.text("SELECT pg_notify(:channel, :seq)")
 _UPDATE_PROPOSAL_CACHE: dict[tuple[Any, ...], Any] = {}
@@ -165,10 +168,44 @@ class AuditEntry(NamedTuple):
     payload: dict[str, Any]
 
 
-# SQLite: the hot statements above compiled once for the driver (None: this shape runs through
-# Core), keyed by the prebuilt statement's identity (they live as long as the module) and, for
-# an INSERT, the columns given.
-_DIRECT: dict[tuple[int, tuple[str, ...] | None], DirectStatement | None] = {}
+# The hot statements above compiled once for the driver (None: this shape runs through Core),
+# keyed by the dialect, the prebuilt statement's identity (they live as long as the module)
+# and, for an INSERT, the columns given.
+_DIRECT: dict[tuple[str, int, tuple[str, ...] | None], DirectStatement | None] = {}
+_DIRECT_DIALECTS = ("sqlite", "postgresql")
+
+
+def _direct(
+    dialect: str, statement: Any, params: dict[str, Any] | None, insert: bool
+) -> DirectStatement | None:
+    """``statement`` compiled for the driver (once), or ``None``: it runs through Core."""
+    if dialect not in _DIRECT_DIALECTS:
+        return None
+    keys = tuple(params) if insert and params is not None else None
+    key = (dialect, id(statement), keys)
+    try:
+        return _DIRECT[key]
+    except KeyError:
+        pass
+    if dialect == "sqlite":
+        compile_for: type[DirectStatement] = DirectStatement
+    else:
+        from supervisor.store.direct_pg import PgDirectStatement  # psycopg only on PostgreSQL
+
+        compile_for = PgDirectStatement
+    try:
+        direct: DirectStatement | None = compile_for(statement, keys)
+    except ValueError:
+        direct = None
+    _DIRECT[key] = direct
+    return direct
+
+
+class RowsNotMatched(Exception):
+    """A conditional UPDATE in a :meth:`LedgerTx.pipelined` block matched no row: the
+    transaction must not commit."""
+
+
 _UPDATE_EXECUTION_CACHE: dict[tuple[Any, ...], Any] = {}
 
 
@@ -258,10 +295,17 @@ class LedgerTx(
         self._session: Session | None = None
         self._tip: tuple[int, str] | None = None
         self._driver: Any = driver
+        self._pipelining = False
+        self._pipeline: PgPipeline | None = None
 
     @property
     def connection(self) -> sa.Connection:  # type: ignore[override]
         """The Core connection this transaction runs on (on SQLite opened on first use)."""
+        if self._pipeline is not None:
+            self._end_pipeline()
+        return self._core_connection()
+
+    def _core_connection(self) -> sa.Connection:
         connection = self._connection
         if connection is None:
             assert self._join is not None
@@ -271,9 +315,60 @@ class LedgerTx(
     @property
     def session(self) -> Session:  # type: ignore[override]
         """An ORM session on this transaction, opened on first use (hot paths use Core)."""
+        if self._pipeline is not None:
+            self._end_pipeline()
         if self._session is None:
             self._session = Session(bind=self.connection)
         return self._session
+
+    @contextmanager
+    def pipelined(self) -> Iterator[None]:
+        """Run the writes of this block without waiting for each, where the engine allows it.
+
+        On PostgreSQL the block's hot writes (proposal and execution INSERTs and conditional
+        UPDATEs, audit records) are sent in psycopg's pipeline mode and their results read
+        once, at the block's end or before the first statement whose result is needed: one
+        round trip for the block instead of one per statement, while the chain lock is held.
+        SQLite runs them as they come.
+
+        In the block, a conditional proposal or execution UPDATE must match its one row (it
+        returns 1); the block raises :class:`RowsNotMatched` otherwise (on SQLite at once),
+        and the caller must not commit: let the error leave the write, or raise another.
+
+        Raises:
+            RowsNotMatched: A conditional UPDATE matched no row.
+        """
+        if self._pipelining:
+            yield
+            return
+        self._pipelining = True
+        try:
+            yield
+            if self._pipeline is not None:
+                self._end_pipeline()
+        except BaseException as error:
+            pipeline, self._pipeline = self._pipeline, None
+            if pipeline is not None:
+                pipeline.abandon(error)
+            raise
+        finally:
+            self._pipelining = False
+
+    def _end_pipeline(self) -> None:
+        """Wait for what the pipeline sent and leave pipeline mode.
+
+        Raises:
+            RowsNotMatched: A conditional UPDATE sent in it matched no row.
+        """
+        pipeline, self._pipeline = self._pipeline, None
+        assert pipeline is not None
+        try:
+            matched = pipeline.finish()
+        except sa.exc.DBAPIError as error:
+            self._invalidate_if_lost(error)
+            raise
+        if not matched:
+            raise RowsNotMatched("a conditional UPDATE matched no row")
 
     def _close(self, *, flush: bool) -> None:
         session, self._session = self._session, None
@@ -289,31 +384,89 @@ class LedgerTx(
         return self._session.connection() if self._session is not None else self.connection
 
     def _hot(
-        self, statement: Any, params: dict[str, Any] | None = None, *, insert: bool = False
+        self,
+        statement: Any,
+        params: dict[str, Any] | None = None,
+        *,
+        insert: bool = False,
+        send: bool = False,
+        expect: int | None = None,
     ) -> DirectResult | sa.CursorResult[Any]:
-        """Run one of this module's prebuilt hot statements: on SQLite with ``sqlite3`` directly
-        (:mod:`supervisor.store.direct`), elsewhere through Core. ``insert``: the statement is
-        an INSERT compiled for the keys of ``params``."""
-        if self.dialect != "sqlite":
-            return self._execute(statement, params)
-        keys = tuple(params) if insert and params is not None else None
-        key = (id(statement), keys)
-        try:
-            direct = _DIRECT[key]
-        except KeyError:
-            try:
-                direct = DirectStatement(statement, keys)
-            except ValueError:
-                direct = None
-            _DIRECT[key] = direct
+        """Run one of this module's prebuilt hot statements on the driver directly: ``sqlite3``
+        (:mod:`supervisor.store.direct`) or psycopg (:mod:`supervisor.store.direct_pg`); a
+        statement that needs per-execution work runs through Core. ``insert``: the statement is
+        an INSERT compiled for the keys of ``params``.
+
+        In a :meth:`pipelined` block: ``send``, a write whose rows are not read, goes into the
+        pipeline on PostgreSQL (its result is empty, its rowcount ``expect`` or -1); ``expect``
+        is the rowcount the write must have, checked as :meth:`pipelined` says. Any other
+        statement ends the pipeline first."""
+        if self._pipelining:
+            return self._hot_in_block(statement, params, insert, send, expect)
+        dialect = self.dialect
+        direct = _direct(dialect, statement, params, insert)
         if direct is None:
             return self._execute(statement, params)
+        driver = self._driver_connection()
+        if dialect == "sqlite":
+            return direct.execute(driver, params)
+        try:
+            return direct.execute(driver, params)
+        except sa.exc.DBAPIError as error:
+            self._invalidate_if_lost(error)
+            raise
+
+    def _hot_in_block(
+        self,
+        statement: Any,
+        params: dict[str, Any] | None,
+        insert: bool,
+        send: bool,
+        expect: int | None,
+    ) -> DirectResult | sa.CursorResult[Any]:
+        """:meth:`_hot` in a :meth:`pipelined` block."""
+        if send and self.dialect == "postgresql":
+            direct = _direct("postgresql", statement, params, insert)
+            if direct is not None:
+                pipeline = self._pipeline
+                if pipeline is None:
+                    from supervisor.store.direct_pg import PgPipeline
+
+                    pipeline = self._pipeline = PgPipeline(self._driver_connection())
+                pipeline.send(cast("PgDirectStatement", direct), params, expect)
+                return DirectResult([], -1 if expect is None else expect)
+        if self._pipeline is not None:
+            self._end_pipeline()
+        self._pipelining = False
+        try:
+            result = self._hot(statement, params, insert=insert)
+        finally:
+            self._pipelining = True
+        if expect is not None and result.rowcount != expect:
+            raise RowsNotMatched("a conditional UPDATE matched no row")
+        return result
+
+    def _driver_connection(self) -> Any:
+        """The driver's connection under this transaction (``sqlite3`` or psycopg)."""
         driver = self._driver
         if driver is None:
-            driver = self._driver = self.connection.connection.driver_connection
-        return direct.execute(driver, params)
+            connection = (
+                self._session.connection() if self._session is not None
+                else self._core_connection()
+            )  # fmt: skip
+            driver = self._driver = connection.connection.driver_connection
+        return driver
+
+    def _invalidate_if_lost(self, error: sa.exc.DBAPIError) -> None:
+        """What Core does for a lost connection: never hand it back to the pool."""
+        connection = self._core_connection()
+        if connection.dialect.is_disconnect(cast(Any, error.orig), self._driver, None):
+            error.connection_invalidated = True
+            connection.invalidate(error.orig)
 
     def _execute(self, statement: Any, params: Any = None) -> sa.CursorResult[Any]:
+        if self._pipeline is not None:
+            self._end_pipeline()
         if self._session is not None:
             return cast(sa.CursorResult[Any], self._session.connection().execute(statement, params))
         return self.connection.execute(statement, params)
@@ -369,10 +522,10 @@ class LedgerTx(
 
     def insert_proposal(self, proposal: Proposal) -> None:
         """Insert a new proposal and its domain index rows."""
-        self._hot(_INSERT_PROPOSAL, proposal_to_values(proposal), insert=True)
+        self._hot(_INSERT_PROPOSAL, proposal_to_values(proposal), insert=True, send=True)
         if proposal.domains:
             for row in domain_values(proposal):
-                self._hot(_INSERT_DOMAIN, row, insert=True)
+                self._hot(_INSERT_DOMAIN, row, insert=True, send=True)
 
     def update_proposal(
         self,
@@ -384,12 +537,13 @@ class LedgerTx(
         expect_expires_at: datetime | None = None,
         expect_args_hash: str | None = None,
     ) -> int:
-        """One conditional UPDATE; returns the rowcount (0 when the condition did not hold)."""
+        """One conditional UPDATE; returns the rowcount (0 when the condition did not hold; in
+        a :meth:`pipelined` block it must be 1)."""
         statement, params = self._proposal_update(
             proposal_id, expect_status, values, expires_after, expect_expires_at,
             expect_args_hash, returning=False,
         )  # fmt: skip
-        return self._hot(statement, params).rowcount
+        return self._hot(statement, params, send=True, expect=1).rowcount
 
     def update_proposal_returning(
         self,
@@ -535,19 +689,25 @@ class LedgerTx(
         """Write the execution record ahead of the side effect (``proposal_id`` is unique).
 
         Returns:
-            The stored execution (read back by ``RETURNING``).
+            The stored execution (what was written: the table sets no value of its own that
+            the model carries).
         """
+        started_at = started_at.astimezone(UTC)
         values = execution_start_values(proposal_id, executor, args_hash, started_at)
-        row = self._hot(_INSERT_EXECUTION, values, insert=True).one()
-        return execution_from_row(row)
+        self._hot(_INSERT_EXECUTION, values, insert=True, send=True)
+        return Execution(
+            proposal_id=proposal_id, state="executing", executor=executor, args_hash=args_hash,
+            started_at=started_at,
+        )  # fmt: skip
 
     def update_execution(self, proposal_id: str, *, expect_state: str, **values: Any) -> int:
-        """Conditional UPDATE of an execution's state; returns the rowcount."""
+        """Conditional UPDATE of an execution's state; returns the rowcount (in a
+        :meth:`pipelined` block it must be 1)."""
         statement = _update_execution_statement(tuple(values))
         params = {f"v_{name}": value for name, value in values.items()}
         params["w_proposal_id"] = proposal_id
         params["w_state"] = expect_state
-        return self._hot(statement, params).rowcount
+        return self._hot(statement, params, send=True, expect=1).rowcount
 
     def update_execution_from(
         self, current: Execution, *, expect_state: str, **values: Any
@@ -579,9 +739,9 @@ class LedgerTx(
         if self.dialect == "postgresql":
             values["n_channel"] = CHANNEL
             values["n_payload"] = notice_payload(record.seq, action, subject)
-            self._execute(_INSERT_AUDIT_NOTIFY, values)
+            self._hot(_INSERT_AUDIT_NOTIFY, values, send=True)
         else:
-            self._hot(_INSERT_AUDIT, values, insert=True)
+            self._hot(_INSERT_AUDIT, values, insert=True, send=True)
         self._tip = (record.seq, record.hash)  # moved only once the record is in
         self.last_audit_seq = record.seq
         return record

@@ -1,0 +1,130 @@
+"""Prebuilt hot-path statements run on PostgreSQL's driver connection (psycopg), past
+SQLAlchemy's execution.
+
+On PostgreSQL every statement of an audited write runs while the write holds the audit chain's
+lock, so the client's own time per statement is time every other writer of the team waits.
+Through ``Connection.execute`` a statement of the approval cycle costs ~50-100 us of Python on
+top of the round trip (execution context, parameter dicts, the result proxy, and psycopg's
+``cursor.description``: a ``Column`` object per column, ~50 for a write's first read).
+:class:`PgDirectStatement` compiles the prebuilt statement once for the psycopg dialect with
+positional parameters and runs it with a psycopg cursor on the transaction's own connection,
+keeping what SQLAlchemy would do per execution: the bind processors (``UTCDateTime`` checks and
+converts to UTC) and result processors (back to UTC). Driver errors are wrapped as SQLAlchemy
+wraps them, with the parameters hidden, so :func:`~supervisor.store.errors.translate_errors`
+classifies them the same way; a lost connection is invalidated by the caller
+(:meth:`~supervisor.store.repository.LedgerTx._hot`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import psycopg
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import psycopg as psycopg_dialect
+
+from supervisor.store.direct import DirectResult, DirectStatement
+
+_DIALECT = psycopg_dialect.dialect(paramstyle="format")  # type: ignore[no-untyped-call]
+
+
+class PgDirectStatement(DirectStatement):
+    """One prebuilt statement compiled for psycopg (``%s`` parameters), run on the driver."""
+
+    __slots__ = ()
+
+    dialect = _DIALECT
+    utc_processors = (None, None)
+
+    def execute(self, driver: Any, params: Mapping[str, Any] | None) -> DirectResult:
+        """Run on ``driver`` (a ``psycopg.Connection``, inside the caller's transaction).
+
+        Raises:
+            sqlalchemy.exc.DBAPIError: What the driver raised, wrapped as SQLAlchemy wraps it.
+        """
+        values = self.parameters(params)
+        try:
+            with driver.cursor() as cursor:
+                cursor.execute(self.sql, values)
+                raw = cursor.fetchall() if self.returns_rows else []
+                rowcount = cursor.rowcount
+        except psycopg.Error as error:
+            raise sa.exc.DBAPIError.instance(
+                self.sql, values, error, psycopg.Error, hide_parameters=True
+            ) from error
+        return self.result(raw, rowcount)
+
+
+def wrapped_error(error: psycopg.Error, statement: str) -> sa.exc.StatementError:
+    """``error`` as SQLAlchemy wraps driver errors, parameters hidden."""
+    return sa.exc.DBAPIError.instance(statement, None, error, psycopg.Error, hide_parameters=True)
+
+
+class PgPipeline:
+    """Writes sent on the driver in psycopg's pipeline mode: each is sent without waiting for
+    its result, and :meth:`finish` waits once for all of them (one round trip instead of one
+    per statement, while the caller holds the chain lock).
+
+    A write may require a rowcount (a conditional UPDATE that must match its one row); it is
+    checked in :meth:`finish`. Only statements whose rows nobody reads are sent this way: a
+    statement whose result is needed ends the pipeline first.
+
+    Raises:
+        sqlalchemy.exc.DBAPIError: Entering pipeline mode failed (wrapped).
+    """
+
+    __slots__ = ("_driver", "_pipeline", "_sent")
+
+    def __init__(self, driver: psycopg.Connection[Any]) -> None:
+        self._driver = driver
+        try:
+            self._pipeline = driver.pipeline()
+            self._pipeline.__enter__()
+        except psycopg.Error as error:
+            raise wrapped_error(error, "pipeline") from error
+        self._sent: list[tuple[psycopg.Cursor[Any], int | None]] = []
+
+    def send(
+        self, statement: PgDirectStatement, params: Mapping[str, Any] | None, expect: int | None
+    ) -> None:
+        """Send ``statement`` (its result is read in :meth:`finish`).
+
+        Raises:
+            sqlalchemy.exc.DBAPIError: The driver refused it (wrapped).
+        """
+        values = statement.parameters(params)
+        cursor = self._driver.cursor()
+        try:
+            cursor.execute(statement.sql, values)
+        except psycopg.Error as error:
+            raise wrapped_error(error, statement.sql) from error
+        self._sent.append((cursor, expect))
+
+    def finish(self) -> bool:
+        """Wait for every result; ``False`` when a write changed another number of rows than
+        it required (the transaction must then not commit).
+
+        Raises:
+            sqlalchemy.exc.DBAPIError: A statement failed (wrapped; the transaction is aborted).
+        """
+        try:
+            self._pipeline.__exit__(None, None, None)
+        except psycopg.Error as error:
+            raise wrapped_error(error, "pipeline") from error
+        matched = True
+        for cursor, expect in self._sent:
+            if expect is not None and cursor.rowcount != expect:
+                matched = False
+            cursor.close()
+        self._sent.clear()
+        return matched
+
+    def abandon(self, error: BaseException) -> None:
+        """Leave pipeline mode after ``error`` was raised in the block (whatever the pipeline
+        then reports is dropped: ``error`` is what the caller raises)."""
+        self._sent.clear()
+        try:
+            self._pipeline.__exit__(type(error), error, error.__traceback__)
+        except Exception:  # psycopg logged it; ``error`` is what the caller raises
+            pass

@@ -1,0 +1,210 @@
+"""The hot statements on the driver connection (``sqlite3``, psycopg) and pipelined writes.
+
+On PostgreSQL the writes of a step (a proposal's conditional UPDATE, the execution's INSERT or
+UPDATE, the audit record) are sent in psycopg's pipeline mode and read once at the end of
+``LedgerTx.pipelined``; these tests pin down what that must not change, on both engines: the
+rows and models equal what Core reads, a conditional UPDATE that misses stops the write with
+nothing committed, a server error in the pipeline is translated and rolls back, a lost
+connection is never reused, and driver errors never carry the statement's parameters.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, cast
+
+import pytest
+import sqlalchemy as sa
+
+from supervisor.ledger.errors import ApprovalAlreadyDecided, LedgerUnavailable
+from supervisor.ledger.models import ProposalStatus
+from supervisor.ledger.service import ApprovalLedger
+from supervisor.store import repository
+from supervisor.store.convert import proposal_from_row
+from supervisor.store.repository import LedgerTx, RowsNotMatched
+
+SECRET = "tok-5f1c9e-never-in-an-error"
+
+
+def _head(ledger: ApprovalLedger) -> int:
+    return ledger.head()
+
+
+def test_a_proposal_read_on_the_driver_equals_the_one_read_through_core(
+    ledger: ApprovalLedger,
+) -> None:
+    proposal = ledger.propose("create_customer", "v1", {"name": "Ada"}, domains=("crm", "billing"))
+    ledger.approve(proposal.proposal_id, "op", "ok")
+    with ledger.repository.read() as tx:
+        direct = tx.proposal(proposal.proposal_id)  # the driver path on both engines
+        core = tx._execute(repository._SELECT_PROPOSAL, {"w_id": proposal.proposal_id}).first()
+    assert direct is not None
+    assert direct == proposal_from_row(core)
+    assert direct.decided_at is not None and direct.decided_at.utcoffset() is not None
+    assert direct.domains == ("crm", "billing")
+
+
+def test_each_step_returns_what_is_stored_and_the_chain_verifies(ledger: ApprovalLedger) -> None:
+    proposal = ledger.propose("create_customer", "v1", {"name": "Ada"}, domains=("crm",))
+    assert proposal == ledger.get(proposal.proposal_id)
+    approved = ledger.approve(proposal.proposal_id, "op", "ok", via="cli")
+    assert approved == ledger.get(proposal.proposal_id)
+    claimed = ledger.claim(proposal.proposal_id, proposal.args_hash, executor="runner")
+    assert claimed == ledger.execution(proposal.proposal_id)
+    assert ledger.get(proposal.proposal_id).status is ProposalStatus.EXECUTING
+    finished = ledger.complete(proposal.proposal_id, "degraded", "ref:1", executor="runner")
+    assert finished == ledger.execution(proposal.proposal_id)
+    assert ledger.get(proposal.proposal_id).status is ProposalStatus.EXECUTED
+    assert [record.action for record in ledger.audit_of(proposal.proposal_id)] == [
+        "propose", "approve", "claim", "complete",
+    ]  # fmt: skip
+    assert ledger.verify().ok
+
+
+def test_a_conditional_update_that_misses_in_a_pipelined_block_commits_nothing(
+    ledger: ApprovalLedger,
+) -> None:
+    """The miss is known only when the pipeline's results are read (on PostgreSQL, after the
+    audit record was sent): the block raises and the whole write rolls back."""
+    proposal = ledger.propose("create_customer", "v1", {"name": "Ada"})
+    head = _head(ledger)
+    now = ledger.clock.now()
+    with pytest.raises(RowsNotMatched), ledger.repository.write() as tx, tx.pipelined():
+        tx.update_proposal(
+            proposal.proposal_id, expect_status=ProposalStatus.APPROVED,
+            values={"status": ProposalStatus.EXECUTING, "updated_at": now},
+        )  # fmt: skip
+        tx.append_audit(at=now, actor="x", action="claim", subject=proposal.proposal_id,
+                        payload={})  # fmt: skip
+    assert _head(ledger) == head
+    assert ledger.get(proposal.proposal_id) == proposal
+    assert ledger.approve(proposal.proposal_id, "op", "ok").status is ProposalStatus.APPROVED
+    assert ledger.verify().ok
+
+
+def test_a_miss_found_by_a_step_is_its_state_error_and_audits_nothing(
+    ledger: ApprovalLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the row changed although the write read it under the chain lock (written outside
+    the supervisor), the step reports the row's real state, not a success."""
+    proposal = ledger.propose("create_customer", "v1", {"name": "Ada"})
+    ledger.approve(proposal.proposal_id, "op", "ok")
+    stale = ledger.get(proposal.proposal_id).model_copy(update={"status": ProposalStatus.PENDING})
+    read = LedgerTx.proposal_for_write
+
+    def stale_read(tx: LedgerTx, proposal_id: str) -> Any:
+        found = read(tx, proposal_id)
+        assert found is not None
+        return stale, found[1]
+
+    monkeypatch.setattr(LedgerTx, "proposal_for_write", stale_read)
+    head = _head(ledger)
+    with pytest.raises(ApprovalAlreadyDecided):
+        ledger.reject(proposal.proposal_id, "op", "no")
+    assert _head(ledger) == head
+    assert ledger.get(proposal.proposal_id).status is ProposalStatus.APPROVED
+
+
+def test_a_server_error_in_a_pipelined_block_rolls_back_and_hides_parameters(
+    ledger: ApprovalLedger,
+) -> None:
+    kept = ledger.propose("create_customer", "v1", {"name": "Ada", "token": SECRET})
+    head = _head(ledger)
+    now = ledger.clock.now()
+    with pytest.raises(sa.exc.IntegrityError) as raised, ledger.repository.write() as tx:
+        with tx.pipelined():
+            tx.append_audit(at=now, actor="x", action="note", subject="s", payload={})
+            tx.insert_proposal(kept)  # the primary key is taken
+    assert SECRET not in str(raised.value)
+    assert "create_customer" not in str(raised.value)
+    assert _head(ledger) == head
+    made = ledger.propose("create_customer", "v1", {"name": "Bob"})  # the pool is usable
+    assert ledger.get(made.proposal_id) == made
+    assert ledger.verify().ok
+
+
+def test_a_driver_error_outside_a_block_hides_parameters(ledger: ApprovalLedger) -> None:
+    kept = ledger.propose("create_customer", "v1", {"name": "Ada", "token": SECRET})
+    with pytest.raises(sa.exc.IntegrityError) as raised, ledger.repository.write() as tx:
+        tx.insert_proposal(kept)
+    assert SECRET not in str(raised.value)
+
+
+def test_an_exception_in_a_pipelined_block_leaves_pipeline_mode_and_rolls_back(
+    ledger: ApprovalLedger,
+) -> None:
+    proposal = ledger.propose("create_customer", "v1", {"name": "Ada"})
+    head = _head(ledger)
+    now = ledger.clock.now()
+    with pytest.raises(KeyError, match="own"), ledger.repository.write() as tx, tx.pipelined():
+        tx.append_audit(at=now, actor="x", action="note", subject="s", payload={})
+        raise KeyError("the block's own error")
+    assert _head(ledger) == head
+    for _ in range(8):  # every pooled connection is back in normal mode
+        ledger.approve(ledger.propose("t", "v1", {"n": 1}).proposal_id, "op", "ok")
+    assert ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
+    assert ledger.verify().ok
+
+
+def test_a_read_in_a_pipelined_block_sees_the_writes_sent_before_it(
+    ledger: ApprovalLedger,
+) -> None:
+    proposal = ledger.propose("create_customer", "v1", {"name": "Ada"})
+    now = ledger.clock.now()
+    with ledger.repository.write() as tx, tx.pipelined():
+        tx.update_proposal(
+            proposal.proposal_id, expect_status=ProposalStatus.PENDING,
+            values={"status": ProposalStatus.CANCELLED, "updated_at": now},
+        )  # fmt: skip
+        seen = tx.proposal(proposal.proposal_id)
+        tx.append_audit(at=now, actor="x", action="cancel", subject=proposal.proposal_id,
+                        payload={})  # fmt: skip
+    assert seen is not None and seen.status is ProposalStatus.CANCELLED
+
+
+@pytest.mark.postgres
+def test_a_connection_lost_in_a_pipeline_is_unavailable_and_never_reused(
+    postgres_url: str,
+) -> None:
+    """The server ends the session while a pipelined write is in flight (as a restart would):
+    the write fails as unavailable, nothing is committed, and the pool never hands out the
+    dead connection again."""
+    from supervisor.store.engine import create_ledger_engine
+
+    engine = create_ledger_engine(postgres_url)
+    ledger = ApprovalLedger(engine)
+    try:
+        proposal = ledger.propose("create_customer", "v1", {"name": "Ada"})
+        head = _head(ledger)
+        now = ledger.clock.now()
+        killer = sa.create_engine(engine.url, poolclass=sa.NullPool)
+        dead: list[Any] = []
+        with pytest.raises(LedgerUnavailable), ledger.repository.write() as tx, tx.pipelined():
+            tx.update_proposal(
+                proposal.proposal_id, expect_status=ProposalStatus.PENDING,
+                values={"status": ProposalStatus.CANCELLED, "updated_at": now},
+            )  # fmt: skip
+            driver = tx._driver_connection()
+            dead.append(driver)
+            pid = driver.info.backend_pid
+            ended = threading.Event()
+
+            def terminate() -> None:
+                with killer.connect() as connection:
+                    connection.execute(sa.text("SELECT pg_terminate_backend(:p)"), {"p": pid})
+                ended.set()
+
+            threading.Thread(target=terminate).start()
+            assert ended.wait(10)
+            tx.append_audit(at=now, actor="x", action="cancel", subject=proposal.proposal_id,
+                            payload={})  # fmt: skip
+        killer.dispose()
+        assert dead[0].closed
+        assert _head(ledger) == head
+        for _ in range(cast(Any, engine.pool).size() + 2):
+            with ledger.repository.write() as tx:
+                assert tx._driver_connection() is not dead[0]
+        assert ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
+    finally:
+        ledger.close()
+        engine.dispose()
