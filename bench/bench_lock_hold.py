@@ -124,6 +124,22 @@ def _time_driver_statements(state: dict[str, Any]) -> None:
 
     statement = direct_pg.PgDirectStatement
     statement.execute = timed(statement.execute, 1, 1)  # type: ignore[method-assign]
+    read_together = getattr(direct_pg, "read_together", None)
+    if read_together is not None:  # the lock sent with the first read: held from the send on
+
+        def locked_read(driver: Any, reads: list[Any]) -> Any:
+            if "pg_advisory_xact_lock" not in reads[0][0].sql:
+                return timed(read_together, len(reads), 1)(driver, reads)
+            sent = time.perf_counter()
+            state.update(locked=sent, statements=0.0, count=0, trips=0)
+            try:
+                return read_together(driver, reads)
+            finally:
+                state["statements"] += time.perf_counter() - sent
+                state["count"] += len(reads) - 1
+                state["trips"] += 1
+
+        direct_pg.read_together = locked_read
     pipeline = getattr(direct_pg, "PgPipeline", None)
     if pipeline is not None:
         pipeline.send = timed(pipeline.send, 1, 0)

@@ -128,3 +128,33 @@ class PgPipeline:
             self._pipeline.__exit__(type(error), error, error.__traceback__)
         except Exception:  # psycopg logged it; ``error`` is what the caller raises
             pass
+
+
+def read_together(
+    driver: psycopg.Connection[Any], reads: list[tuple[PgDirectStatement, Mapping[str, Any]]]
+) -> list[DirectResult]:
+    """Run ``reads`` in order in one round trip (pipeline mode) and return their results.
+
+    The server runs them one after the other, each statement with its own snapshot taken when
+    it starts: a read sent after ``pg_advisory_xact_lock`` sees everything committed before
+    the lock was granted, as it would in a round trip of its own.
+
+    Raises:
+        sqlalchemy.exc.DBAPIError: A statement failed (wrapped; the transaction is aborted).
+    """
+    cursors: list[psycopg.Cursor[Any]] = []
+    try:
+        with driver.pipeline():
+            for statement, params in reads:
+                cursor = driver.cursor()
+                cursors.append(cursor)
+                cursor.execute(statement.sql, statement.parameters(params))
+        return [
+            statement.result(cursor.fetchall() if statement.returns_rows else [], cursor.rowcount)
+            for (statement, _), cursor in zip(reads, cursors, strict=True)
+        ]
+    except psycopg.Error as error:
+        raise wrapped_error(error, "pipeline") from error
+    finally:
+        for cursor in cursors:
+            cursor.close()

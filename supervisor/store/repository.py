@@ -278,6 +278,7 @@ class LedgerTx(
         *,
         driver: sqlite3.Connection | None = None,
         join: Callable[[], sa.Connection] | None = None,
+        lock: bool = False,
     ) -> None:
         """Wrap one open transaction.
 
@@ -285,6 +286,9 @@ class LedgerTx(
             connection: The transaction's Core connection; or ``None`` on SQLite, where the
                 transaction runs on ``driver`` and ``join`` opens a Core connection inside
                 it when a statement needs one.
+            lock: PostgreSQL: take the audit chain's lock (``pg_advisory_xact_lock``) before
+                the transaction's first statement; when that statement is a hot read, in the
+                same round trip (:func:`~supervisor.store.direct_pg.read_together`).
         """
         self._connection = connection
         self._join = join
@@ -297,13 +301,18 @@ class LedgerTx(
         self._driver: Any = driver
         self._pipelining = False
         self._pipeline: PgPipeline | None = None
+        self._lock_pending = lock
 
     @property
     def connection(self) -> sa.Connection:  # type: ignore[override]
         """The Core connection this transaction runs on (on SQLite opened on first use)."""
         if self._pipeline is not None:
             self._end_pipeline()
-        return self._core_connection()
+        connection = self._core_connection()
+        if self._lock_pending:
+            self._lock_pending = False
+            connection.execute(_ADVISORY_LOCK, {"key": AUDIT_LOCK_KEY})
+        return connection
 
     def _core_connection(self) -> sa.Connection:
         connection = self._connection
@@ -411,10 +420,24 @@ class LedgerTx(
         if dialect == "sqlite":
             return direct.execute(driver, params)
         try:
+            if self._lock_pending:
+                return self._locked_read(driver, direct, params)
             return direct.execute(driver, params)
         except sa.exc.DBAPIError as error:
             self._invalidate_if_lost(error)
             raise
+
+    def _locked_read(
+        self, driver: Any, direct: DirectStatement, params: dict[str, Any] | None
+    ) -> DirectResult:
+        """The chain lock and the transaction's first statement, in one round trip."""
+        from supervisor.store.direct_pg import read_together
+
+        lock = _direct("postgresql", _ADVISORY_LOCK, None, False)
+        assert lock is not None
+        self._lock_pending = False
+        reads = [(lock, {"key": AUDIT_LOCK_KEY}), (direct, params or {})]
+        return read_together(driver, cast("list[tuple[PgDirectStatement, Any]]", reads))[1]
 
     def _hot_in_block(
         self,
@@ -433,6 +456,12 @@ class LedgerTx(
                     from supervisor.store.direct_pg import PgPipeline
 
                     pipeline = self._pipeline = PgPipeline(self._driver_connection())
+                    if self._lock_pending:
+                        lock = _direct("postgresql", _ADVISORY_LOCK, None, False)
+                        self._lock_pending = False
+                        pipeline.send(
+                            cast("PgDirectStatement", lock), {"key": AUDIT_LOCK_KEY}, None
+                        )
                 pipeline.send(cast("PgDirectStatement", direct), params, expect)
                 return DirectResult([], -1 if expect is None else expect)
         if self._pipeline is not None:
@@ -903,9 +932,10 @@ class Repository:
         with translate_errors(), self.engine.connect() as connection:
             connection = connection.execution_options(**{WRITE_OPTION: True})
             with connection.begin():
-                if audited and self.dialect == "postgresql":
-                    connection.execute(_ADVISORY_LOCK, {"key": AUDIT_LOCK_KEY})
-                tx = LedgerTx(connection, self.dialect)
+                # The chain lock is taken with the transaction's first statement.
+                tx = LedgerTx(
+                    connection, self.dialect, lock=audited and self.dialect == "postgresql"
+                )
                 try:
                     yield tx
                 except BaseException:

@@ -208,3 +208,41 @@ def test_a_connection_lost_in_a_pipeline_is_unavailable_and_never_reused(
     finally:
         ledger.close()
         engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_write_sent_with_the_chain_lock_reads_what_the_holder_committed(
+    postgres_url: str,
+) -> None:
+    """The lock and a write's first read go in one round trip. The read must still run after
+    the lock is granted, with its own snapshot: a write that waited for the holder continues
+    the chain from the holder's record instead of forking it."""
+    from supervisor.store.engine import create_ledger_engine
+
+    engine = create_ledger_engine(postgres_url)
+    ledger = ApprovalLedger(engine)
+    try:
+        ledger.propose("create_customer", "v1", {"name": "Ada"})
+        now = ledger.clock.now()
+        made: list[Any] = []
+        started = threading.Event()
+
+        def propose() -> None:
+            started.set()
+            made.append(ledger.propose("create_customer", "v1", {"name": "Bob"}))
+
+        with ledger.repository.write() as tx:
+            tx.audit_head()  # the lock is taken with this first statement
+            holder = tx.append_audit(at=now, actor="x", action="note", subject="s", payload={})
+            waiter = threading.Thread(target=propose)
+            waiter.start()
+            assert started.wait(10)
+            waiter.join(0.5)
+            assert waiter.is_alive()  # it waits for the lock while the holder is open
+        waiter.join(30)
+        assert not waiter.is_alive()
+        assert [record.seq for record in ledger.audit_of(made[0].proposal_id)] == [holder.seq + 1]
+        assert ledger.verify().ok
+    finally:
+        ledger.close()
+        engine.dispose()
