@@ -231,9 +231,12 @@ class LedgerBase:
         return proposal
 
     @staticmethod
-    def _load_for_write(tx: LedgerTx, proposal_id: str) -> tuple[Proposal, Execution | None]:
-        """The proposal and its execution (if claimed), in one statement of a write."""
-        found = tx.proposal_for_write(proposal_id)
+    def _load_for_write(
+        tx: LedgerTx, proposal_id: str, *, trail: bool = False
+    ) -> tuple[Proposal, Execution | None]:
+        """The proposal and its execution (if claimed), in one statement of a write
+        (``trail``: with its audit records, see ``LedgerTx.proposal_for_write``)."""
+        found = tx.proposal_for_write(proposal_id, trail=trail)
         if found is None:
             raise ProposalNotFound(proposal_id)
         return found

@@ -100,7 +100,8 @@ class ExecutionMixin(LedgerBase):
         execution: Execution | None = None
         with self.repository.write() as tx:
             now = self._now()
-            current, existing = self._load_for_write(tx, proposal_id)
+            # With its audit records, which the chain check below reads (one round trip).
+            current, existing = self._load_for_write(tx, proposal_id, trail=True)
             if current.status is not _S.APPROVED:
                 raise self._state_error(tx, current, "claimed")
             recomputed = compute_args_hash(

@@ -98,7 +98,7 @@ class PgPipeline:
         try:
             cursor.execute(statement.sql, values)
         except psycopg.Error as error:
-            raise wrapped_error(error, statement.sql) from error
+            raise wrapped_error(error, "pipeline") from error
         self._sent.append((cursor, expect))
 
     def finish(self) -> bool:
@@ -120,14 +120,23 @@ class PgPipeline:
         self._sent.clear()
         return matched
 
-    def abandon(self, error: BaseException) -> None:
-        """Leave pipeline mode after ``error`` was raised in the block (whatever the pipeline
-        then reports is dropped: ``error`` is what the caller raises)."""
+    def abandon(self) -> None:
+        """Leave pipeline mode after an error was raised in the block (whatever the pipeline
+        then reports is dropped: that error is what the caller raises)."""
         self._sent.clear()
-        try:
-            self._pipeline.__exit__(type(error), error, error.__traceback__)
-        except Exception:  # psycopg logged it; ``error`` is what the caller raises
-            pass
+        _leave_quietly(self._pipeline)
+
+
+def _leave_quietly(pipeline: Any) -> None:
+    """Leave pipeline mode, dropping what the pipeline reports.
+
+    For a block that already failed: its own error is the one to raise. Leaving as if the
+    block had succeeded makes psycopg raise what it found (here dropped) instead of logging
+    it as a warning, which would reach a CLI's stderr."""
+    try:
+        pipeline.__exit__(None, None, None)
+    except Exception:  # the caller raises the block's own error
+        pass
 
 
 def read_together(
@@ -144,11 +153,17 @@ def read_together(
     """
     cursors: list[psycopg.Cursor[Any]] = []
     try:
-        with driver.pipeline():
+        pipeline = driver.pipeline()
+        pipeline.__enter__()
+        try:
             for statement, params in reads:
                 cursor = driver.cursor()
                 cursors.append(cursor)
                 cursor.execute(statement.sql, statement.parameters(params))
+        except BaseException:
+            _leave_quietly(pipeline)
+            raise
+        pipeline.__exit__(None, None, None)
         return [
             statement.result(cursor.fetchall() if statement.returns_rows else [], cursor.rowcount)
             for (statement, _), cursor in zip(reads, cursors, strict=True)

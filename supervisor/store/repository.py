@@ -302,6 +302,7 @@ class LedgerTx(
         self._pipelining = False
         self._pipeline: PgPipeline | None = None
         self._lock_pending = lock
+        self._trail: tuple[str, list[AuditRecord]] | None = None
 
     @property
     def connection(self) -> sa.Connection:  # type: ignore[override]
@@ -355,10 +356,10 @@ class LedgerTx(
             yield
             if self._pipeline is not None:
                 self._end_pipeline()
-        except BaseException as error:
+        except BaseException:
             pipeline, self._pipeline = self._pipeline, None
             if pipeline is not None:
-                pipeline.abandon(error)
+                pipeline.abandon()
             raise
         finally:
             self._pipelining = False
@@ -431,13 +432,46 @@ class LedgerTx(
         self, driver: Any, direct: DirectStatement, params: dict[str, Any] | None
     ) -> DirectResult:
         """The chain lock and the transaction's first statement, in one round trip."""
+        return self._read_together(driver, [(direct, params or {})])[0]
+
+    def _read_together(
+        self, driver: Any, reads: list[tuple[DirectStatement, dict[str, Any]]]
+    ) -> list[DirectResult]:
+        """PostgreSQL: ``reads`` in one round trip, after the chain lock if still to take."""
         from supervisor.store.direct_pg import read_together
 
-        lock = _direct("postgresql", _ADVISORY_LOCK, None, False)
-        assert lock is not None
-        self._lock_pending = False
-        reads = [(lock, {"key": AUDIT_LOCK_KEY}), (direct, params or {})]
-        return read_together(driver, cast("list[tuple[PgDirectStatement, Any]]", reads))[1]
+        if self._lock_pending:
+            lock = _direct("postgresql", _ADVISORY_LOCK, None, False)
+            assert lock is not None
+            self._lock_pending = False
+            return read_together(
+                driver,
+                cast(
+                    "list[tuple[PgDirectStatement, Any]]", [(lock, {"key": AUDIT_LOCK_KEY}), *reads]
+                ),
+            )[1:]
+        return read_together(driver, cast("list[tuple[PgDirectStatement, Any]]", reads))
+
+    def _hot_together(
+        self, reads: list[tuple[Any, dict[str, Any]]]
+    ) -> list[DirectResult | sa.CursorResult[Any]]:
+        """Several hot reads; on PostgreSQL in one round trip (with the chain lock if this is
+        the write's first statement), elsewhere one after the other."""
+        compiled = [_direct(self.dialect, statement, params, False) for statement, params in reads]
+        if self.dialect != "postgresql" or self._pipelining or None in compiled:
+            return [self._hot(statement, params) for statement, params in reads]
+        driver = self._driver_connection()
+        try:
+            return list(
+                self._read_together(
+                    driver,
+                    [(direct, params) for direct, (_, params) in zip(compiled, reads, strict=True)
+                     if direct is not None],
+                )
+            )  # fmt: skip
+        except sa.exc.DBAPIError as error:
+            self._invalidate_if_lost(error)
+            raise
 
     def _hot_in_block(
         self,
@@ -506,13 +540,27 @@ class LedgerTx(
         row = self._hot(_SELECT_PROPOSAL, {"w_id": proposal_id}).first()
         return proposal_from_row(row) if row else None
 
-    def proposal_for_write(self, proposal_id: str) -> tuple[Proposal, Execution | None] | None:
+    def proposal_for_write(
+        self, proposal_id: str, *, trail: bool = False
+    ) -> tuple[Proposal, Execution | None] | None:
         """The proposal with that id and its execution, if any, in one statement.
 
         Also reads the audit chain tip for :meth:`append_audit`; call it inside a write
         transaction (where writers are serialised), not a read.
+
+        Args:
+            trail: Also read the proposal's audit records, which :meth:`audit_of` then returns
+                until this transaction appends one (on PostgreSQL in the same round trip).
         """
-        row = self._hot(_SELECT_FOR_WRITE, {"w_id": proposal_id}).first()
+        if trail and self.dialect == "postgresql":
+            found, records = self._hot_together(
+                [(_SELECT_FOR_WRITE, {"w_id": proposal_id}),
+                 (_SELECT_SUBJECT_AUDIT, {"w_subject": proposal_id})]
+            )  # fmt: skip
+            self._trail = (proposal_id, [audit_from_row(record) for record in records])
+            row = found.first()
+        else:
+            row = self._hot(_SELECT_FOR_WRITE, {"w_id": proposal_id}).first()
         if row is None:
             return None
         self._keep_tip(row)
@@ -762,6 +810,7 @@ class LedgerTx(
         The chain tip is read once per transaction (one indexed query on the primary key) and
         then followed locally: writers are serialised, so nobody else can append meanwhile.
         """
+        self._trail = None
         record, values = self._chained(
             AuditEntry(at, actor, action, subject, payload), self._head()
         )
@@ -781,6 +830,7 @@ class LedgerTx(
         holds the chain lock for three statements instead of two per record."""
         if not entries:
             return []
+        self._trail = None
         records: list[AuditRecord] = []
         rows: list[dict[str, Any]] = []
         tip = self._head()
@@ -865,6 +915,8 @@ class LedgerTx(
         On the claim's hot path: the columns come typed from the table (``at`` tz-aware), so
         the records are built without re-validation.
         """
+        if self._trail is not None and self._trail[0] == subject:
+            return list(self._trail[1])
         rows = self._hot(_SELECT_SUBJECT_AUDIT, {"w_subject": subject}).all()
         return [audit_from_row(row) for row in rows]
 
@@ -950,7 +1002,10 @@ class Repository:
 
         Args:
             snapshot: On PostgreSQL, read every statement from one snapshot (``REPEATABLE
-                READ``) instead of each statement's own; SQLite reads always do.
+                READ``) instead of each statement's own; SQLite reads always do. Without it a
+                PostgreSQL read runs in autocommit: each statement already reads its own
+                snapshot, so a transaction around them would add only its ``BEGIN`` and
+                ``COMMIT`` round trips.
         """
         if self.dialect == "sqlite":
             return self._sqlite_transaction("BEGIN", flush=False)
@@ -959,8 +1014,9 @@ class Repository:
     @contextmanager
     def _read(self, snapshot: bool) -> Iterator[LedgerTx]:
         with translate_errors(), self.engine.connect() as connection:
-            if snapshot and self.dialect == "postgresql":
-                connection = connection.execution_options(isolation_level="REPEATABLE READ")
+            if self.dialect == "postgresql":
+                level = "REPEATABLE READ" if snapshot else "AUTOCOMMIT"
+                connection = connection.execution_options(isolation_level=level)
             with connection.begin():
                 tx = LedgerTx(connection, self.dialect)
                 try:

@@ -10,7 +10,9 @@ connection is never reused, and driver errors never carry the statement's parame
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from typing import Any, cast
 
 import pytest
@@ -92,8 +94,8 @@ def test_a_miss_found_by_a_step_is_its_state_error_and_audits_nothing(
     stale = ledger.get(proposal.proposal_id).model_copy(update={"status": ProposalStatus.PENDING})
     read = LedgerTx.proposal_for_write
 
-    def stale_read(tx: LedgerTx, proposal_id: str) -> Any:
-        found = read(tx, proposal_id)
+    def stale_read(tx: LedgerTx, proposal_id: str, **options: Any) -> Any:
+        found = read(tx, proposal_id, **options)
         assert found is not None
         return stale, found[1]
 
@@ -121,6 +123,32 @@ def test_a_server_error_in_a_pipelined_block_rolls_back_and_hides_parameters(
     made = ledger.propose("create_customer", "v1", {"name": "Bob"})  # the pool is usable
     assert ledger.get(made.proposal_id) == made
     assert ledger.verify().ok
+
+
+def test_an_error_seen_while_sending_is_raised_once_and_logs_nothing(
+    ledger: ApprovalLedger, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server's error can reach the client while the block is still sending (psycopg reads
+    what has arrived as it sends): the block raises it, and leaving pipeline mode afterwards
+    must not log it again (a CLI would print psycopg's warning on stderr)."""
+    kept = ledger.propose("create_customer", "v1", {"name": "Ada"})
+    head = _head(ledger)
+    now = ledger.clock.now()
+    with (
+        caplog.at_level(logging.DEBUG),
+        pytest.raises(sa.exc.IntegrityError),
+        ledger.repository.write() as tx,
+    ):
+        tx.proposal_for_write(kept.proposal_id)  # the chain tip, as a step reads it first
+        with tx.pipelined():
+            tx.insert_proposal(kept)  # the primary key is taken
+            time.sleep(0.3)  # the error is back before the next statement is sent
+            for _ in range(3):
+                tx.append_audit(at=now, actor="x", action="note", subject="s", payload={})
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert _head(ledger) == head
+    with ledger.repository.read() as tx:  # the pooled connection left pipeline mode
+        assert tx.proposal(kept.proposal_id) == kept
 
 
 def test_a_driver_error_outside_a_block_hides_parameters(ledger: ApprovalLedger) -> None:
@@ -160,6 +188,23 @@ def test_a_read_in_a_pipelined_block_sees_the_writes_sent_before_it(
         tx.append_audit(at=now, actor="x", action="cancel", subject=proposal.proposal_id,
                         payload={})  # fmt: skip
     assert seen is not None and seen.status is ProposalStatus.CANCELLED
+
+
+def test_a_trail_read_with_the_proposal_is_read_again_once_the_write_appends(
+    ledger: ApprovalLedger,
+) -> None:
+    """A claim reads the proposal's audit records with its first read; once the same write
+    appends a record about it, ``audit_of`` must include that record."""
+    proposal = ledger.propose("create_customer", "v1", {"name": "Ada"})
+    now = ledger.clock.now()
+    with ledger.repository.write() as tx:
+        tx.proposal_for_write(proposal.proposal_id, trail=True)
+        before = [record.action for record in tx.audit_of(proposal.proposal_id)]
+        tx.append_audit(at=now, actor="x", action="note", subject=proposal.proposal_id,
+                        payload={})  # fmt: skip
+        after = [record.action for record in tx.audit_of(proposal.proposal_id)]
+    assert before == ["propose"]
+    assert after == ["propose", "note"]
 
 
 @pytest.mark.postgres
