@@ -5,7 +5,10 @@ Every audited write in a team's ledger queues behind the one holding the chain's
 (docs/scale.md, "What breaks first"). For propose, approve, claim and complete, one process
 measures from the end of the lock statement to the step's return (the commit included), and
 splits it into time in statements (the client's wait for the server included), the rest of the
-commit, and Python in between. The peer is another checkout (``--compare DIR``, e.g. a
+commit, and Python in between; it also counts the statements and the round trips (statements
+sent together in a pipeline are one). Where the lock is sent in a pipeline with the first read,
+the hold is counted from that pipeline's send: an upper bound that includes the round trip in
+which the server grants the lock. The peer is another checkout (``--compare DIR``, e.g. a
 ``git archive`` of main) measured in the same rounds on the same server, in alternating order.
 
     .venv/bin/python bench/bench_lock_hold.py --compare /tmp/base --rounds 4
