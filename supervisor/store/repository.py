@@ -2,8 +2,10 @@
 
 Writes go through :meth:`Repository.write`, which serialises audited writers across processes
 and hosts: SQLite transactions begin with ``BEGIN IMMEDIATE``; PostgreSQL transactions take
-``pg_advisory_xact_lock`` first. Inside, the chain tip is read and the next audit seq written
-with no gap. On PostgreSQL each audit record's INSERT also queues its ``NOTIFY`` (one statement,
+``pg_advisory_xact_lock`` first (sent with the first statement, in one round trip). Inside, the
+chain tip is read and the next audit seq written with no gap. The hot statements run on the
+driver connection directly, and on PostgreSQL a step's writes go in one pipeline
+(:meth:`LedgerTx.pipelined`). On PostgreSQL each audit record's INSERT also queues its ``NOTIFY`` (one statement,
 so no extra round trip while the lock is held), so listeners wake exactly when the change is
 committed and learn which record it was.
 """
