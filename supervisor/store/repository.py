@@ -5,23 +5,22 @@ and hosts: SQLite transactions begin with ``BEGIN IMMEDIATE``; PostgreSQL transa
 ``pg_advisory_xact_lock`` first (sent with the first statement, in one round trip). Inside, the
 chain tip is read and the next audit seq written with no gap. The hot statements run on the
 driver connection directly, and on PostgreSQL a step's writes go in one pipeline
-(:meth:`LedgerTx.pipelined`). On PostgreSQL each audit record's INSERT also queues its ``NOTIFY`` (one statement,
-so no extra round trip while the lock is held), so listeners wake exactly when the change is
-committed and learn which record it was.
+(:mod:`supervisor.store.transaction`). On PostgreSQL each audit record's INSERT also queues its
+``NOTIFY`` (one statement, so no extra round trip while the lock is held), so listeners wake
+exactly when the change is committed and learn which record it was.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, SQLModel, col, select
+from sqlmodel import SQLModel, col, select
 
 from supervisor.canonical import canonical_json
 from supervisor.ledger.audit import GENESIS_HASH, chain_hash_json
@@ -45,7 +44,7 @@ from supervisor.store.convert import (
     proposal_from_row,
     proposal_to_values,
 )
-from supervisor.store.direct import DirectResult, DirectStatement, DriverTransaction
+from supervisor.store.direct import DriverTransaction
 from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
 from supervisor.store.expiry import ExpiryMixin
@@ -70,12 +69,11 @@ from supervisor.store.tables import (
     ProposalDomainRow,
     ProposalRow,
 )
+from supervisor.store.transaction import AUDIT_LOCK_KEY, RowsNotMatched, TransactionBase
 from supervisor.store.webhooks import WebhooksMixin
 
-if TYPE_CHECKING:
-    from supervisor.store.direct_pg import PgDirectStatement, PgPipeline
+__all__ = ["AUDIT_LOCK_KEY", "AuditEntry", "LedgerTx", "Repository", "RowsNotMatched"]
 
-AUDIT_LOCK_KEY = 0x5355_5056_4155_4431  # "SUPVAUD1"
 _PROPOSAL = SQLModel.metadata.tables[ProposalRow.__tablename__]
 _EXECUTION = SQLModel.metadata.tables[ExecutionRow.__tablename__]
 _DOMAIN = SQLModel.metadata.tables[ProposalDomainRow.__tablename__]
@@ -155,7 +153,6 @@ _INSERT_AUDIT_NOTIFY = sa.select(
 # Audit records after a seq, up to a tip, optionally only some actions and subjects.
 _FILTER_SUBJECTS_MAX = 500
 _INSERT_EXECUTION = sa.insert(_EXECUTION)
-_ADVISORY_LOCK = sa.text("SELECT pg_advisory_xact_lock(:key)")
 _NOTIFY = sa.text("SELECT pg_notify(:channel, :seq)")
 _UPDATE_PROPOSAL_CACHE: dict[tuple[Any, ...], Any] = {}
 
@@ -168,44 +165,6 @@ class AuditEntry(NamedTuple):
     action: str
     subject: str
     payload: dict[str, Any]
-
-
-# The hot statements above compiled once for the driver (None: this shape runs through Core),
-# keyed by the dialect, the prebuilt statement's identity (they live as long as the module)
-# and, for an INSERT, the columns given.
-_DIRECT: dict[tuple[str, int, tuple[str, ...] | None], DirectStatement | None] = {}
-_DIRECT_DIALECTS = ("sqlite", "postgresql")
-
-
-def _direct(
-    dialect: str, statement: Any, params: dict[str, Any] | None, insert: bool
-) -> DirectStatement | None:
-    """``statement`` compiled for the driver (once), or ``None``: it runs through Core."""
-    if dialect not in _DIRECT_DIALECTS:
-        return None
-    keys = tuple(params) if insert and params is not None else None
-    key = (dialect, id(statement), keys)
-    try:
-        return _DIRECT[key]
-    except KeyError:
-        pass
-    if dialect == "sqlite":
-        compile_for: type[DirectStatement] = DirectStatement
-    else:
-        from supervisor.store.direct_pg import PgDirectStatement  # psycopg only on PostgreSQL
-
-        compile_for = PgDirectStatement
-    try:
-        direct: DirectStatement | None = compile_for(statement, keys)
-    except ValueError:
-        direct = None
-    _DIRECT[key] = direct
-    return direct
-
-
-class RowsNotMatched(Exception):
-    """A conditional UPDATE in a :meth:`LedgerTx.pipelined` block matched no row: the
-    transaction must not commit."""
 
 
 _UPDATE_EXECUTION_CACHE: dict[tuple[Any, ...], Any] = {}
@@ -259,7 +218,8 @@ def _update_execution_statement(columns: tuple[str, ...]) -> Any:
     return statement
 
 
-class LedgerTx(
+class LedgerTx(  # type: ignore[override]  # mixins declare connection and session as plain attributes
+    TransactionBase,
     PolicyVersionsMixin,
     ExpiryMixin,
     RunsMixin,
@@ -272,269 +232,6 @@ class LedgerTx(
     IdsMixin,
 ):
     """One open transaction on the ledger; created by :class:`Repository` only."""
-
-    def __init__(
-        self,
-        connection: sa.Connection | None,
-        dialect: str,
-        *,
-        driver: sqlite3.Connection | None = None,
-        join: Callable[[], sa.Connection] | None = None,
-        lock: bool = False,
-    ) -> None:
-        """Wrap one open transaction.
-
-        Args:
-            connection: The transaction's Core connection; or ``None`` on SQLite, where the
-                transaction runs on ``driver`` and ``join`` opens a Core connection inside
-                it when a statement needs one.
-            lock: PostgreSQL: take the audit chain's lock (``pg_advisory_xact_lock``) before
-                the transaction's first statement; when that statement is a hot read, in the
-                same round trip (:func:`~supervisor.store.direct_pg.read_together`).
-        """
-        self._connection = connection
-        self._join = join
-        self.dialect = dialect
-        self.last_audit_seq: int | None = None
-        self.traced = False
-        """Trace events were inserted: on PostgreSQL the commit notifies the trace channel."""
-        self._session: Session | None = None
-        self._tip: tuple[int, str] | None = None
-        self._driver: Any = driver
-        self._pipelining = False
-        self._pipeline: PgPipeline | None = None
-        self._lock_pending = lock
-        self._trail: tuple[str, list[AuditRecord]] | None = None
-
-    @property
-    def connection(self) -> sa.Connection:  # type: ignore[override]
-        """The Core connection this transaction runs on (on SQLite opened on first use)."""
-        if self._pipeline is not None:
-            self._end_pipeline()
-        connection = self._core_connection()
-        if self._lock_pending:
-            self._lock_pending = False
-            connection.execute(_ADVISORY_LOCK, {"key": AUDIT_LOCK_KEY})
-        return connection
-
-    def _core_connection(self) -> sa.Connection:
-        connection = self._connection
-        if connection is None:
-            assert self._join is not None
-            connection = self._connection = self._join()
-        return connection
-
-    @property
-    def session(self) -> Session:  # type: ignore[override]
-        """An ORM session on this transaction, opened on first use (hot paths use Core)."""
-        if self._pipeline is not None:
-            self._end_pipeline()
-        if self._session is None:
-            self._session = Session(bind=self.connection)
-        return self._session
-
-    @contextmanager
-    def pipelined(self) -> Iterator[None]:
-        """Run the writes of this block without waiting for each, where the engine allows it.
-
-        On PostgreSQL the block's hot writes (proposal and execution INSERTs and conditional
-        UPDATEs, audit records) are sent in psycopg's pipeline mode and their results read
-        once, at the block's end or before the first statement whose result is needed: one
-        round trip for the block instead of one per statement, while the chain lock is held.
-        SQLite runs them as they come.
-
-        In the block, a conditional proposal or execution UPDATE must match its one row (it
-        returns 1); the block raises :class:`RowsNotMatched` otherwise (on SQLite at once),
-        and the caller must not commit: let the error leave the write, or raise another.
-
-        Raises:
-            RowsNotMatched: A conditional UPDATE matched no row.
-        """
-        if self._pipelining:
-            yield
-            return
-        self._pipelining = True
-        try:
-            yield
-            if self._pipeline is not None:
-                self._end_pipeline()
-        except BaseException:
-            pipeline, self._pipeline = self._pipeline, None
-            if pipeline is not None:
-                pipeline.abandon()
-            raise
-        finally:
-            self._pipelining = False
-
-    def _end_pipeline(self) -> None:
-        """Wait for what the pipeline sent and leave pipeline mode.
-
-        Raises:
-            RowsNotMatched: A conditional UPDATE sent in it matched no row.
-        """
-        pipeline, self._pipeline = self._pipeline, None
-        assert pipeline is not None
-        try:
-            matched = pipeline.finish()
-        except sa.exc.DBAPIError as error:
-            self._invalidate_if_lost(error)
-            raise
-        if not matched:
-            raise RowsNotMatched("a conditional UPDATE matched no row")
-
-    def _close(self, *, flush: bool) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            try:
-                if flush:
-                    session.flush()
-            finally:
-                session.close()
-
-    def _sa_connection(self) -> sa.Connection:
-        """The connection this transaction runs on (the ORM session's, once one is open)."""
-        return self._session.connection() if self._session is not None else self.connection
-
-    def _hot(
-        self,
-        statement: Any,
-        params: dict[str, Any] | None = None,
-        *,
-        insert: bool = False,
-        send: bool = False,
-        expect: int | None = None,
-    ) -> DirectResult | sa.CursorResult[Any]:
-        """Run one of this module's prebuilt hot statements on the driver directly: ``sqlite3``
-        (:mod:`supervisor.store.direct`) or psycopg (:mod:`supervisor.store.direct_pg`); a
-        statement that needs per-execution work runs through Core. ``insert``: the statement is
-        an INSERT compiled for the keys of ``params``.
-
-        In a :meth:`pipelined` block: ``send``, a write whose rows are not read, goes into the
-        pipeline on PostgreSQL (its result is empty, its rowcount ``expect`` or -1); ``expect``
-        is the rowcount the write must have, checked as :meth:`pipelined` says. Any other
-        statement ends the pipeline first."""
-        if self._pipelining:
-            return self._hot_in_block(statement, params, insert, send, expect)
-        dialect = self.dialect
-        direct = _direct(dialect, statement, params, insert)
-        if direct is None:
-            return self._execute(statement, params)
-        driver = self._driver_connection()
-        if dialect == "sqlite":
-            return direct.execute(driver, params)
-        try:
-            if self._lock_pending:
-                return self._locked_read(driver, direct, params)
-            return direct.execute(driver, params)
-        except sa.exc.DBAPIError as error:
-            self._invalidate_if_lost(error)
-            raise
-
-    def _locked_read(
-        self, driver: Any, direct: DirectStatement, params: dict[str, Any] | None
-    ) -> DirectResult:
-        """The chain lock and the transaction's first statement, in one round trip."""
-        return self._read_together(driver, [(direct, params or {})])[0]
-
-    def _read_together(
-        self, driver: Any, reads: list[tuple[DirectStatement, dict[str, Any]]]
-    ) -> list[DirectResult]:
-        """PostgreSQL: ``reads`` in one round trip, after the chain lock if still to take."""
-        from supervisor.store.direct_pg import read_together
-
-        if self._lock_pending:
-            lock = _direct("postgresql", _ADVISORY_LOCK, None, False)
-            assert lock is not None
-            self._lock_pending = False
-            return read_together(
-                driver,
-                cast(
-                    "list[tuple[PgDirectStatement, Any]]", [(lock, {"key": AUDIT_LOCK_KEY}), *reads]
-                ),
-            )[1:]
-        return read_together(driver, cast("list[tuple[PgDirectStatement, Any]]", reads))
-
-    def _hot_together(
-        self, reads: list[tuple[Any, dict[str, Any]]]
-    ) -> list[DirectResult | sa.CursorResult[Any]]:
-        """Several hot reads; on PostgreSQL in one round trip (with the chain lock if this is
-        the write's first statement), elsewhere one after the other."""
-        compiled = [_direct(self.dialect, statement, params, False) for statement, params in reads]
-        if self.dialect != "postgresql" or self._pipelining or None in compiled:
-            return [self._hot(statement, params) for statement, params in reads]
-        driver = self._driver_connection()
-        try:
-            return list(
-                self._read_together(
-                    driver,
-                    [(direct, params) for direct, (_, params) in zip(compiled, reads, strict=True)
-                     if direct is not None],
-                )
-            )  # fmt: skip
-        except sa.exc.DBAPIError as error:
-            self._invalidate_if_lost(error)
-            raise
-
-    def _hot_in_block(
-        self,
-        statement: Any,
-        params: dict[str, Any] | None,
-        insert: bool,
-        send: bool,
-        expect: int | None,
-    ) -> DirectResult | sa.CursorResult[Any]:
-        """:meth:`_hot` in a :meth:`pipelined` block."""
-        if send and self.dialect == "postgresql":
-            direct = _direct("postgresql", statement, params, insert)
-            if direct is not None:
-                pipeline = self._pipeline
-                if pipeline is None:
-                    from supervisor.store.direct_pg import PgPipeline
-
-                    pipeline = self._pipeline = PgPipeline(self._driver_connection())
-                    if self._lock_pending:
-                        lock = _direct("postgresql", _ADVISORY_LOCK, None, False)
-                        self._lock_pending = False
-                        pipeline.send(
-                            cast("PgDirectStatement", lock), {"key": AUDIT_LOCK_KEY}, None
-                        )
-                pipeline.send(cast("PgDirectStatement", direct), params, expect)
-                return DirectResult([], -1 if expect is None else expect)
-        if self._pipeline is not None:
-            self._end_pipeline()
-        self._pipelining = False
-        try:
-            result = self._hot(statement, params, insert=insert)
-        finally:
-            self._pipelining = True
-        if expect is not None and result.rowcount != expect:
-            raise RowsNotMatched("a conditional UPDATE matched no row")
-        return result
-
-    def _driver_connection(self) -> Any:
-        """The driver's connection under this transaction (``sqlite3`` or psycopg)."""
-        driver = self._driver
-        if driver is None:
-            connection = (
-                self._session.connection() if self._session is not None
-                else self._core_connection()
-            )  # fmt: skip
-            driver = self._driver = connection.connection.driver_connection
-        return driver
-
-    def _invalidate_if_lost(self, error: sa.exc.DBAPIError) -> None:
-        """What Core does for a lost connection: never hand it back to the pool."""
-        connection = self._core_connection()
-        if connection.dialect.is_disconnect(cast(Any, error.orig), self._driver, None):
-            error.connection_invalidated = True
-            connection.invalidate(error.orig)
-
-    def _execute(self, statement: Any, params: Any = None) -> sa.CursorResult[Any]:
-        if self._pipeline is not None:
-            self._end_pipeline()
-        if self._session is not None:
-            return cast(sa.CursorResult[Any], self._session.connection().execute(statement, params))
-        return self.connection.execute(statement, params)
 
     # proposals ---------------------------------------------------------------------------
     def proposal(self, proposal_id: str) -> Proposal | None:
