@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -52,6 +53,29 @@ def _pending(url: str) -> Proposal | None:
 def _proposal(url: str, proposal_id: str) -> Proposal:
     with SQLModelProvider(url) as provider:
         return provider.ledger.get(proposal_id)
+
+
+def _freeze_between_writes(process: subprocess.Popen[bytes], url: str) -> None:
+    """SIGSTOP ``process`` at a moment it holds no SQLite write lock.
+
+    Stopped inside a write transaction (a heartbeat, a sweep) it would keep the lock for as
+    long as it is stopped, and every other writer of the ledger would get ``ledger_busy``."""
+    path = url.removeprefix("sqlite:///")
+    deadline = time.monotonic() + 30
+    while True:
+        os.kill(process.pid, signal.SIGSTOP)
+        probe = sqlite3.connect(path, timeout=0.2, isolation_level=None)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            return
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+        finally:
+            probe.close()
+        os.kill(process.pid, signal.SIGCONT)
+        time.sleep(0.05)
 
 
 def _gateway_pid(url: str) -> int:
@@ -444,7 +468,7 @@ def test_sigkill_after_approval_before_the_call_ran_then_a_retry_runs_it_once(
     try:
         _call(first, 1, "once")
         proposal = _until(lambda: _pending(sqlite_url), 60, "proposal")
-        os.kill(first.pid, signal.SIGSTOP)  # frozen: it cannot claim the approval
+        _freeze_between_writes(first, sqlite_url)  # frozen: it cannot claim the approval
         assert (
             run_cli("proposals", "approve", proposal.proposal_id, "--db", sqlite_url).returncode
             == 0
