@@ -64,8 +64,8 @@ def test_the_demo_exports_executed_calls_and_the_rejected_and_expired_ones(
     home = tmp_path / "demo"
     code, lines, pending = _run_demo(home)
     assert code == 0, "\n".join(lines)
-    assert set(pending) == {"run_code", "create_customer"}, lines
-    assert any("[crm] expired" in line for line in lines), lines
+    assert set(pending) == {"run_code", "create_customer"}, "\n".join(lines)
+    assert any("[crm] expired" in line for line in lines), "\n".join(lines)
 
     target = tmp_path / "spans.json"
     url = f"sqlite:///{home / 'ledger.db'}"
