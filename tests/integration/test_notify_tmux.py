@@ -39,11 +39,16 @@ def tmux() -> Iterator[Tmux]:
 
 
 def _stub_notify_send(folder: Path) -> Path:
-    """A ``notify-send`` that appends its arguments (one per line, then a blank line)."""
+    """A ``notify-send`` that writes its arguments, one per line, to a file of its own.
+
+    The console runs each desktop notice in its own thread, so two calls can overlap: one shared
+    file would interleave their lines.
+    """
     calls = folder / "notify-send.calls"
+    calls.mkdir()
     stub = folder / "bin" / "notify-send"
     stub.parent.mkdir()
-    stub.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" >> '{calls}'\necho >> '{calls}'\n")
+    stub.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$(mktemp '{calls}/call.XXXXXX')\"\n")
     stub.chmod(0o755)
     return calls
 
@@ -56,9 +61,7 @@ def _propose(url: str, tool: str, ttl: float = 3600) -> str:
 
 
 def _desktop_calls(calls: Path) -> list[str]:
-    if not calls.exists():
-        return []
-    return [block for block in calls.read_text().split("\n\n") if block.strip()]
+    return [call.read_text() for call in sorted(calls.iterdir()) if call.read_text().strip()]
 
 
 def test_each_blocked_proposal_is_announced_once_on_every_channel(
