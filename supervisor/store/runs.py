@@ -74,7 +74,7 @@ class RunsMixin(LimitsMixin):
 
         def _execute(self, statement: Any, params: Any = None) -> sa.CursorResult[Any]: ...
 
-        def _sa_connection(self) -> sa.Connection: ...
+        def _settled_driver(self) -> Any: ...
 
         def _hot(
             self, statement: Any, params: dict[str, Any] | None = None, *, insert: bool = False
@@ -119,7 +119,7 @@ class RunsMixin(LimitsMixin):
         is raised as SQLAlchemy raises it from ``execute``, so it is classified the same way."""
         import psycopg
 
-        driver: Any = self._sa_connection().connection.driver_connection
+        driver = self._settled_driver()
         try:
             with driver.cursor() as cursor, cursor.copy(_COPY_TRACE) as copy:
                 for row in rows:

@@ -187,9 +187,15 @@ class TransactionBase:
             finally:
                 session.close()
 
-    def _sa_connection(self) -> sa.Connection:
-        """The connection this transaction runs on (the ORM session's, once one is open)."""
-        return self._session.connection() if self._session is not None else self.connection
+    def _settled_driver(self) -> Any:
+        """The driver's connection, for a caller that runs its own statements on it (the trace
+        ``COPY``): what was pipelined is read first and the chain lock, if still to take, is
+        taken. This module's statement runners use :meth:`_driver_connection`, which does
+        neither, and do both themselves."""
+        if self._pipeline is not None:
+            self._end_pipeline()
+        connection = self._session.connection() if self._session is not None else self.connection
+        return connection.connection.driver_connection
 
     def _hot(
         self,
@@ -238,17 +244,19 @@ class TransactionBase:
         """PostgreSQL: ``reads`` in one round trip, after the chain lock if still to take."""
         from supervisor.store.direct_pg import read_together
 
-        if self._lock_pending:
-            lock = _direct("postgresql", _ADVISORY_LOCK, None, False)
-            assert lock is not None
-            self._lock_pending = False
-            return read_together(
-                driver,
-                cast(
-                    "list[tuple[PgDirectStatement, Any]]", [(lock, {"key": AUDIT_LOCK_KEY}), *reads]
-                ),
-            )[1:]
-        return read_together(driver, cast("list[tuple[PgDirectStatement, Any]]", reads))
+        lock = self._take_lock()
+        together = read_together(driver, cast("list[tuple[PgDirectStatement, Any]]", lock + reads))
+        return together[len(lock) :]
+
+    def _take_lock(self) -> list[tuple[DirectStatement, dict[str, Any]]]:
+        """PostgreSQL: the chain lock's statement and parameters, to send before the next
+        statement, if the lock is still to take (it is then counted as taken); else nothing."""
+        if not self._lock_pending:
+            return []
+        self._lock_pending = False
+        lock = _direct("postgresql", _ADVISORY_LOCK, None, False)
+        assert lock is not None
+        return [(lock, {"key": AUDIT_LOCK_KEY})]
 
     def _hot_together(
         self, reads: list[tuple[Any, dict[str, Any]]]
@@ -263,8 +271,8 @@ class TransactionBase:
             return list(
                 self._read_together(
                     driver,
-                    [(direct, params) for direct, (_, params) in zip(compiled, reads, strict=True)
-                     if direct is not None],
+                    [(cast(DirectStatement, direct), params)
+                     for direct, (_, params) in zip(compiled, reads, strict=True)],
                 )
             )  # fmt: skip
         except sa.exc.DBAPIError as error:
@@ -288,12 +296,8 @@ class TransactionBase:
                     from supervisor.store.direct_pg import PgPipeline
 
                     pipeline = self._pipeline = PgPipeline(self._driver_connection())
-                    if self._lock_pending:
-                        lock = _direct("postgresql", _ADVISORY_LOCK, None, False)
-                        self._lock_pending = False
-                        pipeline.send(
-                            cast("PgDirectStatement", lock), {"key": AUDIT_LOCK_KEY}, None
-                        )
+                    for lock, key in self._take_lock():
+                        pipeline.send(cast("PgDirectStatement", lock), key, None)
                 pipeline.send(cast("PgDirectStatement", direct), params, expect)
                 return DirectResult([], -1 if expect is None else expect)
         if self._pipeline is not None:
@@ -308,7 +312,8 @@ class TransactionBase:
         return result
 
     def _driver_connection(self) -> Any:
-        """The driver's connection under this transaction (``sqlite3`` or psycopg)."""
+        """The driver's connection under this transaction (``sqlite3`` or psycopg), as it is:
+        a pipeline may be open and the chain lock still to take (see :meth:`_settled_driver`)."""
         driver = self._driver
         if driver is None:
             connection = (
