@@ -136,7 +136,7 @@ class ExecutionMixin(LedgerBase):
                 if existing is not None:
                     raise self._state_error(tx, self._load(tx, proposal_id), "claimed")
                 try:
-                    with tx.pipelined():
+                    with tx.pipelined(commit=True):
                         tx.update_proposal(
                             proposal_id,
                             expect_status=_S.APPROVED,
@@ -215,7 +215,7 @@ class ExecutionMixin(LedgerBase):
                 if actor != claimed_by:
                     raise NotOwner(proposal_id, actor=actor, owner=claimed_by)
             try:
-                with tx.pipelined():
+                with tx.pipelined(commit=blob is None and not batch):
                     tx.update_proposal(
                         proposal_id,
                         expect_status=_S.EXECUTING,

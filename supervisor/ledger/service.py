@@ -209,12 +209,12 @@ class ApprovalLedger(
             proposal = self._as_decided(proposal, outcome, grantable=grantable)
             if checkpoint is not None:
                 tx.insert_checkpoint(checkpoint)
-            with tx.pipelined():
+            batch = [self.redact_trace_event(event) for event in trace(proposal)] if trace else []
+            with tx.pipelined(commit=not batch):
                 tx.insert_proposal(proposal)
                 self._audit_proposed(tx, proposal, now, original_ttl_seconds=float(ttl))
                 if proposal.decided_by_rule is not None:
                     self._audit_rule_decision(tx, proposal, outcome, now)
-            batch = [self.redact_trace_event(event) for event in trace(proposal)] if trace else []
             tx.insert_trace_events(batch)
         self._traced(len(batch))
         return proposal
@@ -371,7 +371,7 @@ class ApprovalLedger(
                 if action == "approve" and current.approvals_required > 1:
                     payload["quorum"] = [vote.identity for vote in current.approvals]
                 try:
-                    with tx.pipelined():
+                    with tx.pipelined(commit=True):
                         changed = tx.update_proposal_from(
                             current,
                             expect_status=from_status,

@@ -29,6 +29,12 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from supervisor.store.tables import UTCDateTime
 
+
+class RowsNotMatched(Exception):
+    """A conditional UPDATE in a :meth:`~supervisor.store.repository.LedgerTx.pipelined` block
+    matched no row: the transaction must not commit."""
+
+
 _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
 
 

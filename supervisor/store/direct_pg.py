@@ -18,13 +18,13 @@ classifies them the same way; a lost connection is invalidated by the caller
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar, NoReturn
 
 import psycopg
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import psycopg as psycopg_dialect
 
-from supervisor.store.direct import DirectResult, DirectStatement
+from supervisor.store.direct import DirectResult, DirectStatement, RowsNotMatched
 
 _DIALECT = psycopg_dialect.dialect(paramstyle="format")  # type: ignore[no-untyped-call]
 
@@ -61,20 +61,34 @@ def wrapped_error(error: psycopg.Error, statement: str) -> sa.exc.StatementError
     return sa.exc.DBAPIError.instance(statement, None, error, psycopg.Error, hide_parameters=True)
 
 
+def _one_row_or_fail(sql: str) -> str:
+    """``sql``, a write without ``RETURNING`` that must change exactly one row, as a statement
+    that fails on the server (``division_by_zero``) when it changes another number of rows:
+    the transaction is then aborted, so a ``COMMIT`` sent after it in the same pipeline is not
+    run. A ``CASE`` would not do: the server may fold a constant ``1 / 0`` when planning."""
+    return f"WITH changed AS ({sql} RETURNING 1) SELECT 1 / (count(*) = 1)::int FROM changed"
+
+
 class PgPipeline:
     """Writes sent on the driver in psycopg's pipeline mode: each is sent without waiting for
     its result, and :meth:`finish` waits once for all of them (one round trip instead of one
-    per statement, while the caller holds the chain lock).
+    per statement, while the caller holds the chain lock), with the transaction's ``COMMIT``
+    when it is the transaction's last block.
 
-    A write may require a rowcount (a conditional UPDATE that must match its one row); it is
-    checked in :meth:`finish`. Only statements whose rows nobody reads are sent this way: a
-    statement whose result is needed ends the pipeline first.
+    A write may require that it change exactly one row (a conditional UPDATE that must match
+    its row): it is sent as a statement that fails on the server otherwise
+    (:func:`_one_row_or_fail`), and :meth:`finish` reports the miss after rolling the
+    transaction back. Only statements whose rows nobody reads are sent this way: a statement
+    whose result is needed ends the pipeline first.
 
     Raises:
         sqlalchemy.exc.DBAPIError: Entering pipeline mode failed (wrapped).
     """
 
-    __slots__ = ("_driver", "_pipeline", "_sent")
+    __slots__ = ("_driver", "_open", "_pipeline", "_sent")
+
+    _checked: ClassVar[dict[str, str]] = {}
+    """Each one-row write's SQL -> its :func:`_one_row_or_fail` form."""
 
     def __init__(self, driver: psycopg.Connection[Any]) -> None:
         self._driver = driver
@@ -83,6 +97,7 @@ class PgPipeline:
             self._pipeline.__enter__()
         except psycopg.Error as error:
             raise wrapped_error(error, "pipeline") from error
+        self._open = True
         self._sent: list[tuple[psycopg.Cursor[Any], int | None]] = []
 
     def send(
@@ -91,40 +106,78 @@ class PgPipeline:
         """Send ``statement`` (its result is read in :meth:`finish`).
 
         Raises:
+            RowsNotMatched: An earlier one-row write missed, and the server said so already
+                (psycopg reads what has arrived while it sends); the transaction is rolled
+                back.
             sqlalchemy.exc.DBAPIError: The driver refused it (wrapped).
         """
         values = statement.parameters(params)
+        sql = statement.sql
+        if expect == 1:
+            checked = self._checked.get(sql)
+            if checked is None:
+                checked = self._checked[sql] = _one_row_or_fail(sql)
+            sql, expect = checked, None
         cursor = self._driver.cursor()
+        self._sent.append((cursor, expect))
         try:
-            cursor.execute(statement.sql, values)
+            cursor.execute(sql, values)
+        except psycopg.errors.DivisionByZero:  # a one-row write missed (only they divide)
+            self._missed()
         except psycopg.Error as error:
             raise wrapped_error(error, "pipeline") from error
-        self._sent.append((cursor, expect))
 
-    def finish(self) -> bool:
-        """Wait for every result; ``False`` when a write changed another number of rows than
-        it required (the transaction must then not commit).
+    def finish(self, *, commit: bool = False) -> bool:
+        """Wait for every result (``commit``: after sending ``COMMIT``, in the same round trip).
+
+        Returns:
+            ``False`` when a write changed another number of rows than it required (the
+            transaction must then not commit).
 
         Raises:
-            sqlalchemy.exc.DBAPIError: A statement failed (wrapped; the transaction is aborted).
+            RowsNotMatched: A one-row write missed: nothing was committed, and the transaction
+                was rolled back (a statement run after this runs in a new one, without the
+                chain lock).
+            sqlalchemy.exc.DBAPIError: A statement or the ``COMMIT`` failed (wrapped; the
+                transaction is aborted).
         """
         try:
+            if commit:
+                cursor = self._driver.cursor()
+                self._sent.append((cursor, None))
+                cursor.execute("COMMIT")
+            self._open = False
             self._pipeline.__exit__(None, None, None)
+        except psycopg.errors.DivisionByZero:
+            self._missed()
         except psycopg.Error as error:
+            self._close_cursors()
             raise wrapped_error(error, "pipeline") from error
-        matched = True
-        for cursor, expect in self._sent:
-            if expect is not None and cursor.rowcount != expect:
-                matched = False
-            cursor.close()
-        self._sent.clear()
+        matched = all(expect is None or cursor.rowcount == expect for cursor, expect in self._sent)
+        self._close_cursors()
         return matched
 
     def abandon(self) -> None:
         """Leave pipeline mode after an error was raised in the block (whatever the pipeline
         then reports is dropped: that error is what the caller raises)."""
+        self._close_cursors()
+        if self._open:
+            self._open = False
+            _leave_quietly(self._pipeline)
+
+    def _missed(self) -> NoReturn:
+        """A one-row write missed: leave pipeline mode, roll back, raise RowsNotMatched."""
+        self.abandon()
+        try:
+            self._driver.rollback()
+        except psycopg.Error as error:
+            raise wrapped_error(error, "ROLLBACK") from error
+        raise RowsNotMatched("a conditional UPDATE matched no row")
+
+    def _close_cursors(self) -> None:
+        for cursor, _ in self._sent:
+            cursor.close()
         self._sent.clear()
-        _leave_quietly(self._pipeline)
 
 
 def _leave_quietly(pipeline: Any) -> None:

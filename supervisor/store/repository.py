@@ -44,7 +44,7 @@ from supervisor.store.convert import (
     proposal_from_row,
     proposal_to_values,
 )
-from supervisor.store.direct import DriverTransaction
+from supervisor.store.direct import DriverTransaction, RowsNotMatched
 from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
 from supervisor.store.expiry import ExpiryMixin
@@ -69,7 +69,7 @@ from supervisor.store.tables import (
     ProposalDomainRow,
     ProposalRow,
 )
-from supervisor.store.transaction import AUDIT_LOCK_KEY, RowsNotMatched, TransactionBase
+from supervisor.store.transaction import AUDIT_LOCK_KEY, TransactionBase
 from supervisor.store.webhooks import WebhooksMixin
 
 __all__ = ["AUDIT_LOCK_KEY", "AuditEntry", "LedgerTx", "Repository", "RowsNotMatched"]

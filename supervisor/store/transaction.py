@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlmodel import Session
 
 from supervisor.ledger.models import AuditRecord
-from supervisor.store.direct import DirectResult, DirectStatement
+from supervisor.store.direct import DirectResult, DirectStatement, RowsNotMatched
 
 if TYPE_CHECKING:
     from supervisor.store.direct_pg import PgDirectStatement, PgPipeline
@@ -61,11 +61,6 @@ def _direct(
     return direct
 
 
-class RowsNotMatched(Exception):
-    """A conditional UPDATE in a :meth:`LedgerTx.pipelined` block matched no row: the
-    transaction must not commit."""
-
-
 class TransactionBase:
     """One open transaction on the ledger: its connections and how statements run on it."""
 
@@ -101,6 +96,8 @@ class TransactionBase:
         self._pipeline: PgPipeline | None = None
         self._lock_pending = lock
         self._trail: tuple[str, list[AuditRecord]] | None = None
+        self._committed = False
+        """Committed with its last :meth:`pipelined` block: no statement may follow."""
 
     @property
     def connection(self) -> sa.Connection:
@@ -114,6 +111,7 @@ class TransactionBase:
         return connection
 
     def _core_connection(self) -> sa.Connection:
+        self._check_open()
         connection = self._connection
         if connection is None:
             assert self._join is not None
@@ -130,7 +128,7 @@ class TransactionBase:
         return self._session
 
     @contextmanager
-    def pipelined(self) -> Iterator[None]:
+    def pipelined(self, *, commit: bool = False) -> Iterator[None]:
         """Run the writes of this block without waiting for each, where the engine allows it.
 
         On PostgreSQL the block's hot writes (proposal and execution INSERTs and conditional
@@ -141,7 +139,16 @@ class TransactionBase:
 
         In the block, a conditional proposal or execution UPDATE must match its one row (it
         returns 1); the block raises :class:`RowsNotMatched` otherwise (on SQLite at once),
-        and the caller must not commit: let the error leave the write, or raise another.
+        and the caller must not commit: let the error leave the write, or raise another. On
+        PostgreSQL the transaction is then already rolled back: a read to explain the miss
+        runs in a new one.
+
+        Args:
+            commit: The block is the transaction's last work: on PostgreSQL, when its writes
+                are still in the pipeline and nothing is left for the commit to do (no ORM
+                session, no trace appended), the ``COMMIT`` is sent after them, in the same
+                round trip, and the transaction takes no statement after the block. A miss
+                makes the server refuse the write, so nothing is committed.
 
         Raises:
             RowsNotMatched: A conditional UPDATE matched no row.
@@ -153,7 +160,9 @@ class TransactionBase:
         try:
             yield
             if self._pipeline is not None:
-                self._end_pipeline()
+                self._end_pipeline(
+                    commit=commit and self._session is None and not self.traced
+                )  # fmt: skip
         except BaseException:
             pipeline, self._pipeline = self._pipeline, None
             if pipeline is not None:
@@ -162,8 +171,9 @@ class TransactionBase:
         finally:
             self._pipelining = False
 
-    def _end_pipeline(self) -> None:
-        """Wait for what the pipeline sent and leave pipeline mode.
+    def _end_pipeline(self, *, commit: bool = False) -> None:
+        """Wait for what the pipeline sent and leave pipeline mode (``commit``: with the
+        transaction's ``COMMIT``, after which it takes no statement).
 
         Raises:
             RowsNotMatched: A conditional UPDATE sent in it matched no row.
@@ -171,12 +181,13 @@ class TransactionBase:
         pipeline, self._pipeline = self._pipeline, None
         assert pipeline is not None
         try:
-            matched = pipeline.finish()
+            matched = pipeline.finish(commit=commit)
         except sa.exc.DBAPIError as error:
             self._invalidate_if_lost(error)
             raise
         if not matched:
             raise RowsNotMatched("a conditional UPDATE matched no row")
+        self._committed = commit
 
     def _close(self, *, flush: bool) -> None:
         session, self._session = self._session, None
@@ -314,6 +325,7 @@ class TransactionBase:
     def _driver_connection(self) -> Any:
         """The driver's connection under this transaction (``sqlite3`` or psycopg), as it is:
         a pipeline may be open and the chain lock still to take (see :meth:`_settled_driver`)."""
+        self._check_open()
         driver = self._driver
         if driver is None:
             connection = (
@@ -322,6 +334,13 @@ class TransactionBase:
             )  # fmt: skip
             driver = self._driver = connection.connection.driver_connection
         return driver
+
+    def _check_open(self) -> None:
+        if self._committed:
+            raise RuntimeError(
+                "this transaction was committed with its last pipelined block "
+                "(pipelined(commit=True)): run every statement before that block"
+            )
 
     def _invalidate_if_lost(self, error: sa.exc.DBAPIError) -> None:
         """What Core does for a lost connection: never hand it back to the pool."""

@@ -84,6 +84,75 @@ def test_a_conditional_update_that_misses_in_a_pipelined_block_commits_nothing(
     assert ledger.verify().ok
 
 
+@pytest.mark.parametrize("pause", [0.0, 0.3], ids=["at-the-end", "while-sending"])
+def test_a_block_that_commits_and_misses_commits_nothing_and_the_write_can_still_read(
+    ledger: ApprovalLedger, pause: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With ``commit=True`` the block's ``COMMIT`` is sent after its writes (PostgreSQL): a
+    miss must make the server refuse the write, so that ``COMMIT`` commits nothing, and the
+    step can still read the row to explain the miss. The server's refusal is seen when the
+    block ends, or (after a pause) while the block still sends."""
+    proposal = ledger.propose("create_customer", "v1", {"name": "Ada"})
+    head = _head(ledger)
+    now = ledger.clock.now()
+    seen: list[Any] = []
+    with pytest.raises(LookupError, match="explained"), ledger.repository.write() as tx:
+        try:
+            with tx.pipelined(commit=True):
+                tx.append_audit(at=now, actor="x", action="note", subject="s", payload={})
+                tx.update_proposal(
+                    proposal.proposal_id, expect_status=ProposalStatus.APPROVED,
+                    values={"status": ProposalStatus.EXECUTING, "updated_at": now},
+                )  # fmt: skip
+                time.sleep(pause)
+                for _ in range(3 if pause else 0):
+                    tx.append_audit(at=now, actor="x", action="claim",
+                                    subject=proposal.proposal_id, payload={})  # fmt: skip
+        except RowsNotMatched:
+            seen.append(tx.proposal(proposal.proposal_id))
+            raise LookupError("the miss, explained") from None
+    assert seen == [proposal]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert _head(ledger) == head
+    assert ledger.get(proposal.proposal_id) == proposal
+    assert ledger.approve(proposal.proposal_id, "op", "ok").status is ProposalStatus.APPROVED
+    assert ledger.verify().ok
+
+
+@pytest.mark.postgres
+def test_a_block_that_commits_sends_the_commit_with_its_writes(postgres_url: str) -> None:
+    """On PostgreSQL the write is committed when the block ends (another connection sees it
+    before the write's context exits), and the transaction takes no statement after it."""
+    from supervisor.store.engine import create_ledger_engine
+
+    engine = create_ledger_engine(postgres_url)
+    ledger = ApprovalLedger(engine)
+    try:
+        proposal = ledger.propose("create_customer", "v1", {"name": "Ada"})
+        head = _head(ledger)
+        now = ledger.clock.now()
+        with ledger.repository.write() as tx:
+            tx.proposal_for_write(proposal.proposal_id)
+            with tx.pipelined(commit=True):
+                tx.update_proposal(
+                    proposal.proposal_id, expect_status=ProposalStatus.PENDING,
+                    values={"status": ProposalStatus.CANCELLED, "updated_at": now},
+                )  # fmt: skip
+                tx.append_audit(at=now, actor="x", action="cancel",
+                                subject=proposal.proposal_id, payload={})  # fmt: skip
+            assert _head(ledger) == head + 1  # read on another pooled connection
+            assert ledger.get(proposal.proposal_id).status is ProposalStatus.CANCELLED
+            with pytest.raises(RuntimeError, match="committed with its last pipelined block"):
+                tx.proposal(proposal.proposal_id)
+        assert _head(ledger) == head + 1
+        # A block that writes nothing leaves the commit to the write, as without the flag.
+        with ledger.repository.write() as tx, tx.pipelined(commit=True):
+            assert tx.proposal(proposal.proposal_id) is not None
+    finally:
+        ledger.close()
+        engine.dispose()
+
+
 def test_a_miss_found_by_a_step_is_its_state_error_and_audits_nothing(
     ledger: ApprovalLedger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
