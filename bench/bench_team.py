@@ -65,7 +65,10 @@ def _timed(samples: dict[str, list[float]], name: str, started: float) -> None:
     samples.setdefault(name, []).append((time.perf_counter() - started) * 1000)
 
 
-def role(kind: str, index: int, url: str, rate: float, seconds: float, full_feed: bool) -> None:
+def role(
+    kind: str, index: int, url: str, rate: float, seconds: float, full_feed: bool,
+    approve_each: bool,
+) -> None:  # fmt: skip
     """One process of the team; prints its samples and counters as JSON when done.
 
     Once imported and connected it prints ``ready`` and reads the common start time (epoch
@@ -175,6 +178,25 @@ def role(kind: str, index: int, url: str, rate: float, seconds: float, full_feed
         else:
             page = ledger.follow(page or cursor, wait, **interest)
             records, cursor = page.records, page.cursor
+        if kind == "approver" and not approve_each:
+            subjects = [
+                record.subject for record in records
+                if record.action == "propose" and (
+                    _bucket(record.subject, APPROVERS) == index or _bucket(record.subject, 10) == 0
+                )
+            ]  # fmt: skip
+            if subjects:  # what this feed page shows, decided in one write
+                started = time.perf_counter()
+                outcomes = ledger.approve_many(subjects, f"op-{index}@example.com", "ok")
+                for outcome in outcomes:
+                    if isinstance(outcome, LedgerError):
+                        _timed(samples, "approve_refused", started)
+                        count(f"approve_refused:{outcome.code}")
+                    else:
+                        _timed(samples, "approve", started)
+                        count("approved")
+                count("approve_batches")
+            continue
         for record in records:
             subject = record.subject
             if kind == "approver" and record.action == "propose":
@@ -309,11 +331,17 @@ def main() -> None:
         "--full-feed", action="store_true",
         help="every process reads the whole feed (wait_for_change) instead of what it follows",
     )  # fmt: skip
-    parser.add_argument("--role", nargs=6, help="internal")
+    parser.add_argument(
+        "--approve-each", action="store_true",
+        help="approvers approve one proposal per call (approve) instead of what each feed page "
+        "shows in one call (approve_many)",
+    )  # fmt: skip
+    parser.add_argument("--role", nargs=7, help="internal")
     options = parser.parse_args()
     if options.role:
-        kind, index, url, rate, seconds, full_feed = options.role
-        args = (kind, int(index), url, float(rate), float(seconds), full_feed == "full")
+        kind, index, url, rate, seconds, full_feed, approve = options.role
+        args = (kind, int(index), url, float(rate), float(seconds), full_feed == "full",
+                approve == "each")  # fmt: skip
         profile_dir = os.environ.get("BENCH_TEAM_PROFILE")  # cProfile of each role's first
         if profile_dir and index == "0":
             import cProfile
@@ -363,6 +391,7 @@ def main() -> None:
                     str(options.rate),
                     str(options.seconds),
                     "full" if options.full_feed else "follow",
+                    "each" if options.approve_each else "batch",
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,

@@ -10,6 +10,10 @@ from supervisor.cli.proposals import _approver, db_option, open_recovered
 from supervisor.errors import SupervisorError
 from supervisor.ledger.ids import resolve_id
 
+#: Approvals per write (``approve_many``): each write holds the ledger's chain lock while it
+#: runs, so a long list is approved in several, letting other writers in between.
+_PER_WRITE = 100
+
 
 class BatchTemplateMissing(SupervisorError, ValueError):
     """Neither (or both of) --rule and --grant was given."""
@@ -28,11 +32,11 @@ def batch(
     rule_name: str | None, grant_id: str | None, reason: str | None, approver: str | None,
     yes: bool, db_url: str | None,
 ) -> None:  # fmt: skip
-    """List the pending proposals a rule or grant matches, then approve them one by one.
+    """List the pending proposals a rule or grant matches, then approve them.
 
-    Each is approved through the normal approve path (the approval policy applies to each);
-    one decided meanwhile is reported and left alone. Quorum proposals are not listed. Without
-    a terminal the list is only shown unless --yes is given.
+    Each is approved as `proposals approve` would (the approval policy applies to each), up to
+    100 in one write; one decided meanwhile is reported and left alone. Quorum proposals are
+    not listed. Without a terminal the list is only shown unless --yes is given.
     """
     from supervisor.ledger.errors import LedgerError
     from supervisor.ledger.models import ProposalStatus
@@ -67,13 +71,14 @@ def batch(
                 echo_line("Nothing approved.")
                 return
         failed = 0
-        for proposal in matched:
-            try:
-                ledger.approve(proposal.proposal_id, approver_id, reason, context=context,
-                               via="cli")  # fmt: skip
-                echo_line(f"approved {proposal.proposal_id}")
-            except LedgerError as error:
-                failed += 1
-                echo_line(f"not approved {proposal.proposal_id}: [{error.code}] {error.message}")
+        for start in range(0, len(matched), _PER_WRITE):
+            chunk = [proposal.proposal_id for proposal in matched[start : start + _PER_WRITE]]
+            outcomes = ledger.approve_many(chunk, approver_id, reason, context=context, via="cli")
+            for proposal_id, outcome in zip(chunk, outcomes, strict=True):
+                if isinstance(outcome, LedgerError):
+                    failed += 1
+                    echo_line(f"not approved {proposal_id}: [{outcome.code}] {outcome.message}")
+                else:
+                    echo_line(f"approved {proposal_id}")
     if failed:
         raise SystemExit(1)

@@ -9,12 +9,13 @@ error naming the winner and the time.
 from __future__ import annotations
 
 import base64
+import builtins
 import json
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from supervisor.canonical import args_hash as compute_args_hash
 from supervisor.canonical import normalise
@@ -24,7 +25,9 @@ from supervisor.ledger.chain import live_end
 from supervisor.ledger.decide import RulesMixin, check_grantable
 from supervisor.ledger.errors import (
     ApprovalExpired,
+    LedgerBusy,
     LedgerError,
+    LedgerUnavailable,
 )
 from supervisor.ledger.execution import ExecutionMixin
 from supervisor.ledger.feed import FeedMixin
@@ -50,7 +53,7 @@ from supervisor.ledger.webhooks import WebhookServiceMixin
 from supervisor.outcomes.blobref import BlobRef
 from supervisor.rules.grants import check_patterns
 from supervisor.rules.model import CallFacts
-from supervisor.store.repository import RowsNotMatched
+from supervisor.store.repository import LedgerTx, RowsNotMatched
 
 _S = ProposalStatus
 
@@ -73,6 +76,24 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         return datetime.fromisoformat(created), str(proposal_id)
     except (ValueError, TypeError) as error:
         raise ValueError(f"Not a proposal list cursor: {cursor!r}") from error
+
+
+class _Decision(NamedTuple):
+    """What a decision is (approve, reject, cancel) and who makes it."""
+
+    action: str
+    wanted: str
+    from_status: ProposalStatus
+    to_status: ProposalStatus
+    approver_id: str
+    reason: str | None
+    context: ApproverContext
+    identity: EnvironmentIdentity
+    grants: bool
+
+
+#: Errors that end a whole write, not one decision in it.
+_WHOLE_WRITE_ERRORS = (LedgerBusy, LedgerUnavailable)
 
 
 class ApprovalLedger(
@@ -342,56 +363,76 @@ class ApprovalLedger(
         via: Via | None,
         grants: bool,
     ) -> Proposal:
-        ctx = self._context(context, via)
-        identity = EnvironmentIdentity.current()
-        policy_version: int | None = None
-        expired_error: LedgerError | None = None
+        decision = _Decision(
+            action=action, wanted=wanted, from_status=from_status, to_status=to_status,
+            approver_id=approver_id, reason=reason, context=self._context(context, via),
+            identity=EnvironmentIdentity.current(), grants=grants,
+        )  # fmt: skip
         with self.repository.write() as tx:
-            now = self._now()
-            current, _ = self._load_for_write(tx, proposal_id)
-            if current.status is not from_status:
-                raise self._state_error(tx, current, wanted)
-            if grants:
-                # Read in this write transaction: a policy change cannot interleave.
-                policy_version = self._check_grant(
-                    tx, current, identity, approver_id, approving=action == "approve"
-                )
-            if current.expires_at <= now and to_status is not _S.CANCELLED:
-                self._expire_in_tx(tx, current, now)
-                expired_error = ApprovalExpired(proposal_id, expires_at=current.expires_at)
-            elif action == "approve" and self._quorum_short(current, identity):
-                return self._vote(tx, current, identity, approver_id, reason, ctx, now,
-                                  policy_version)  # fmt: skip
-            else:
-                payload = self._decision_payload(
-                    current, to_status=to_status, approver_id=approver_id,
-                    reason=reason, context=ctx, identity=identity,
-                    policy_version=policy_version,
+            decided = self._decide_in_tx(tx, proposal_id, decision, last=True)
+        if isinstance(decided, LedgerError):
+            raise decided  # its expiry was recorded
+        return decided
+
+    def _decide_in_tx(
+        self, tx: LedgerTx, proposal_id: str, decision: _Decision, *, last: bool,
+        explain_miss: bool = True,
+    ) -> Proposal | LedgerError:  # fmt: skip
+        """One decision in the open write ``tx``.
+
+        Args:
+            last: Nothing follows in ``tx``: the ``COMMIT`` may go with the writes.
+            explain_miss: A conditional UPDATE that misses (a row changed outside the
+                supervisor) raises the proposal's state error; otherwise ``RowsNotMatched``.
+
+        Returns:
+            The decided proposal, or the error to raise once ``tx`` commits: its expiry,
+            recorded in ``tx``. An error raised wrote nothing for this proposal.
+        """
+        now = self._now()
+        current, _ = self._load_for_write(tx, proposal_id)
+        if current.status is not decision.from_status:
+            raise self._state_error(tx, current, decision.wanted)
+        action, approver_id, reason = decision.action, decision.approver_id, decision.reason
+        policy_version: int | None = None
+        if decision.grants:
+            # Read in this write transaction: a policy change cannot interleave.
+            policy_version = self._check_grant(
+                tx, current, decision.identity, approver_id, approving=action == "approve"
+            )
+        if current.expires_at <= now and decision.to_status is not _S.CANCELLED:
+            self._expire_in_tx(tx, current, now)
+            return ApprovalExpired(proposal_id, expires_at=current.expires_at)
+        if action == "approve" and self._quorum_short(current, decision.identity):
+            return self._vote(tx, current, decision.identity, approver_id, reason,
+                              decision.context, now, policy_version)  # fmt: skip
+        payload = self._decision_payload(
+            current, to_status=decision.to_status, approver_id=approver_id, reason=reason,
+            context=decision.context, identity=decision.identity, policy_version=policy_version,
+        )  # fmt: skip
+        if action == "approve" and current.approvals_required > 1:
+            payload["quorum"] = [vote.identity for vote in current.approvals]
+        try:
+            with tx.pipelined(commit=last):
+                changed = tx.update_proposal_from(
+                    current,
+                    expect_status=decision.from_status,
+                    values={
+                        "status": decision.to_status, "decided_at": now, "updated_at": now,
+                        "approver_id": approver_id, "approver_context": decision.context,
+                        "decision_reason": reason,
+                    },
                 )  # fmt: skip
-                if action == "approve" and current.approvals_required > 1:
-                    payload["quorum"] = [vote.identity for vote in current.approvals]
-                try:
-                    with tx.pipelined(commit=True):
-                        changed = tx.update_proposal_from(
-                            current,
-                            expect_status=from_status,
-                            values={
-                                "status": to_status, "decided_at": now, "updated_at": now,
-                                "approver_id": approver_id, "approver_context": ctx,
-                                "decision_reason": reason,
-                            },
-                        )  # fmt: skip
-                        tx.append_audit(
-                            at=now, actor=approver_id, action=action, subject=proposal_id,
-                            payload=payload,
-                        )  # fmt: skip
-                except RowsNotMatched:
-                    raise self._state_error(tx, self._load(tx, proposal_id), wanted) from None
-                assert changed is not None  # a miss in the block raised RowsNotMatched
-                updated = changed
-        if expired_error is not None:
-            raise expired_error
-        return updated
+                tx.append_audit(
+                    at=now, actor=approver_id, action=action, subject=proposal_id,
+                    payload=payload,
+                )  # fmt: skip
+        except RowsNotMatched:
+            if not explain_miss:
+                raise
+            raise self._state_error(tx, self._load(tx, proposal_id), decision.wanted) from None
+        assert changed is not None  # a miss in the block raised RowsNotMatched
+        return changed
 
     def approve(
         self,
@@ -431,6 +472,62 @@ class ApprovalLedger(
             to_status=_S.APPROVED, approver_id=approver_id, reason=reason, context=context,
             via=via, grants=True,
         )  # fmt: skip
+
+    def approve_many(
+        self,
+        proposal_ids: Sequence[str],
+        approver_id: str,
+        reason: str | None = None,
+        *,
+        context: ApproverContext | None = None,
+        via: Via | None = None,
+    ) -> tuple[Proposal | LedgerError, ...]:
+        """Approve several pending proposals in one write: one wait for the chain lock (on
+        PostgreSQL) and one commit for all of them.
+
+        Each proposal goes through what :meth:`approve` does (the same checks, one audit
+        record, its quorum vote or expiry), in the order given; one that cannot be approved
+        gets the error :meth:`approve` would have raised, and the others go on.
+
+        Returns:
+            For each id given, in order: the approved proposal (still pending for a quorum
+            vote), or the error (``ApprovalAlreadyDecided``, ``ApprovalExpired`` (it is
+            marked expired), ``ProposalNotFound``, ``ApproverNotAllowed`` ...).
+
+        Raises:
+            LedgerBusy: The ledger's write lock stayed taken (nothing was approved).
+            LedgerUnavailable: The ledger cannot be reached or written (nothing was approved).
+        """
+        decision = _Decision(
+            action="approve", wanted="approved", from_status=_S.PENDING, to_status=_S.APPROVED,
+            approver_id=approver_id, reason=reason, context=self._context(context, via),
+            identity=EnvironmentIdentity.current(), grants=True,
+        )  # fmt: skip
+        outcomes: builtins.list[Proposal | LedgerError] = []
+        try:
+            with self.repository.write() as tx:
+                for proposal_id in proposal_ids:
+                    try:
+                        outcomes.append(self._decide_in_tx(
+                            tx, proposal_id, decision, last=False, explain_miss=False
+                        ))  # fmt: skip
+                    except _WHOLE_WRITE_ERRORS:
+                        raise
+                    except LedgerError as error:  # raised before it wrote anything
+                        outcomes.append(error)
+        except RowsNotMatched:
+            # A row changed outside the supervisor: the write was rolled back. Decide each on
+            # its own, so each reports its real state.
+            outcomes = []
+            for proposal_id in proposal_ids:
+                try:
+                    outcomes.append(self.approve(proposal_id, approver_id, reason,
+                                                 context=decision.context))  # fmt: skip
+                except _WHOLE_WRITE_ERRORS:
+                    raise
+                except LedgerError as error:
+                    outcomes.append(error)
+        return tuple(outcomes)
 
     def approve_similar(
         self,
