@@ -151,7 +151,7 @@ class PgPipeline:
         except psycopg.errors.DivisionByZero:
             self._missed()
         except psycopg.Error as error:
-            self._close_cursors()
+            self.abandon()  # the error came while sending the COMMIT: still in pipeline mode
             raise wrapped_error(error, "pipeline") from error
         matched = all(expect is None or cursor.rowcount == expect for cursor, expect in self._sent)
         self._close_cursors()

@@ -220,6 +220,32 @@ def test_an_error_seen_while_sending_is_raised_once_and_logs_nothing(
         assert tx.proposal(kept.proposal_id) == kept
 
 
+def test_an_error_seen_while_sending_the_commit_leaves_pipeline_mode(
+    ledger: ApprovalLedger, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A block that commits: the server's error for its last write can arrive while the
+    ``COMMIT`` is being sent. It is raised once, nothing commits, and the pooled connection
+    is back in normal mode for the next write."""
+    kept = ledger.propose("create_customer", "v1", {"name": "Ada"})
+    head = _head(ledger)
+    now = ledger.clock.now()
+    with (
+        caplog.at_level(logging.DEBUG),
+        pytest.raises(sa.exc.IntegrityError),
+        ledger.repository.write() as tx,
+    ):
+        tx.proposal_for_write(kept.proposal_id)
+        with tx.pipelined(commit=True):
+            tx.append_audit(at=now, actor="x", action="note", subject="s", payload={})
+            tx.insert_proposal(kept)  # the primary key is taken
+            time.sleep(0.3)  # the error is back before the COMMIT is sent
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert _head(ledger) == head
+    for _ in range(8):  # every pooled connection is usable
+        ledger.approve(ledger.propose("t", "v1", {"n": 1}).proposal_id, "op", "ok")
+    assert ledger.verify().ok
+
+
 def test_a_driver_error_outside_a_block_hides_parameters(ledger: ApprovalLedger) -> None:
     kept = ledger.propose("create_customer", "v1", {"name": "Ada", "token": SECRET})
     with pytest.raises(sa.exc.IntegrityError) as raised, ledger.repository.write() as tx:
