@@ -13,6 +13,7 @@ paths map into it). It is NOT an isolation boundary; it only plays the remote ma
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -68,8 +69,11 @@ class EnvdStandIn:
 
     def __exit__(self, *exc_info: object) -> None:
         for process in self.processes.values():
+            # ``poll()`` also answers None while a handler thread is in ``wait()`` on the same
+            # process, which may then be gone already: its group with it.
             if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
         self._server.shutdown()
         self._server.server_close()
 
