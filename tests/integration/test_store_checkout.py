@@ -8,7 +8,6 @@ server's goodbye, the end of the stream): ``supervisor.store.engine._ping_if_sti
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,27 +17,14 @@ from support.postgres import PostgresCluster
 
 from supervisor.ledger.models import ProposalStatus
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.store.engine import create_ledger_engine
 
 pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-def engine(postgres_url: str) -> Iterator[Engine]:
-    eng = create_ledger_engine(postgres_url)
-    try:
-        yield eng
-    finally:
-        eng.dispose()
-
-
-@pytest.fixture
-def ledger(engine: Engine) -> Iterator[ApprovalLedger]:
-    service = ApprovalLedger(engine)
-    try:
-        yield service
-    finally:
-        service.close()
+def ledger_url(postgres_url: str) -> str:
+    """PostgreSQL only: conftest's ``engine`` and ``ledger`` fixtures build on this."""
+    return postgres_url
 
 
 @pytest.fixture
