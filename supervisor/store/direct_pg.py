@@ -98,10 +98,10 @@ class PgPipeline:
         except psycopg.Error as error:
             raise wrapped_error(error, "pipeline") from error
         self._open = True
-        self._sent: list[tuple[psycopg.Cursor[Any], int | None]] = []
+        self._sent: list[psycopg.Cursor[Any]] = []
 
     def send(
-        self, statement: PgDirectStatement, params: Mapping[str, Any] | None, expect: int | None
+        self, statement: PgDirectStatement, params: Mapping[str, Any] | None, *, one_row: bool
     ) -> None:
         """Send ``statement`` (its result is read in :meth:`finish`).
 
@@ -113,13 +113,13 @@ class PgPipeline:
         """
         values = statement.parameters(params)
         sql = statement.sql
-        if expect == 1:
+        if one_row:
             checked = self._checked.get(sql)
             if checked is None:
                 checked = self._checked[sql] = _one_row_or_fail(sql)
-            sql, expect = checked, None
+            sql = checked
         cursor = self._driver.cursor()
-        self._sent.append((cursor, expect))
+        self._sent.append(cursor)
         try:
             cursor.execute(sql, values)
         except psycopg.errors.DivisionByZero:  # a one-row write missed (only they divide)
@@ -127,12 +127,8 @@ class PgPipeline:
         except psycopg.Error as error:
             raise wrapped_error(error, "pipeline") from error
 
-    def finish(self, *, commit: bool = False) -> bool:
+    def finish(self, *, commit: bool = False) -> None:
         """Wait for every result (``commit``: after sending ``COMMIT``, in the same round trip).
-
-        Returns:
-            ``False`` when a write changed another number of rows than it required (the
-            transaction must then not commit).
 
         Raises:
             RowsNotMatched: A one-row write missed: nothing was committed, and the transaction
@@ -144,7 +140,7 @@ class PgPipeline:
         try:
             if commit:
                 cursor = self._driver.cursor()
-                self._sent.append((cursor, None))
+                self._sent.append(cursor)
                 cursor.execute("COMMIT")
             self._open = False
             self._pipeline.__exit__(None, None, None)
@@ -153,9 +149,7 @@ class PgPipeline:
         except psycopg.Error as error:
             self.abandon()  # the error came while sending the COMMIT: still in pipeline mode
             raise wrapped_error(error, "pipeline") from error
-        matched = all(expect is None or cursor.rowcount == expect for cursor, expect in self._sent)
         self._close_cursors()
-        return matched
 
     def abandon(self) -> None:
         """Leave pipeline mode after an error was raised in the block (whatever the pipeline
@@ -175,7 +169,7 @@ class PgPipeline:
         raise RowsNotMatched("a conditional UPDATE matched no row")
 
     def _close_cursors(self) -> None:
-        for cursor, _ in self._sent:
+        for cursor in self._sent:
             cursor.close()
         self._sent.clear()
 

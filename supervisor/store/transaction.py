@@ -181,12 +181,10 @@ class TransactionBase:
         pipeline, self._pipeline = self._pipeline, None
         assert pipeline is not None
         try:
-            matched = pipeline.finish(commit=commit)
+            pipeline.finish(commit=commit)
         except sa.exc.DBAPIError as error:
             self._invalidate_if_lost(error)
             raise
-        if not matched:
-            raise RowsNotMatched("a conditional UPDATE matched no row")
         self._committed = commit
 
     def _close(self, *, flush: bool) -> None:
@@ -308,8 +306,9 @@ class TransactionBase:
 
                     pipeline = self._pipeline = PgPipeline(self._driver_connection())
                     for lock, key in self._take_lock():
-                        pipeline.send(cast("PgDirectStatement", lock), key, None)
-                pipeline.send(cast("PgDirectStatement", direct), params, expect)
+                        pipeline.send(cast("PgDirectStatement", lock), key, one_row=False)
+                assert expect in (None, 1), "a pipelined write requires one row or none"
+                pipeline.send(cast("PgDirectStatement", direct), params, one_row=expect == 1)
                 return DirectResult([], -1 if expect is None else expect)
         if self._pipeline is not None:
             self._end_pipeline()
