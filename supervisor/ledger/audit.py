@@ -84,6 +84,19 @@ def chain_hash_json(
     return sha256_hex(head[:-1] + ',"payload":' + payload_json + "," + tail[1:])
 
 
+def chained_text(
+    *, at: datetime, actor: str, action: str, subject: str, payload_json: str
+) -> tuple[str, str]:
+    """The text :func:`chain_hash_json` hashes, in two parts around what only the chain's tip
+    decides: ``head + prev_hash + '","seq":' + str(seq) + tail`` is that text (the server
+    chains a record this way under the lock; tests compare the two)."""
+    return (
+        f'{{"action":{_quoted(action)},"actor":{_quoted(actor)},"at":{_quoted(format_at(at))},'
+        f'"payload":{payload_json},"prev_hash":"',
+        f',"subject":{_quoted(subject)}}}',
+    )
+
+
 def verify_chain(records: Iterable[AuditRecord]) -> AuditReport:
     """Recompute the chain over ``records`` (ascending seq, starting at 1).
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import Engine
 
@@ -34,7 +34,9 @@ from supervisor.ledger.policy import (
     PolicyVersion,
 )
 from supervisor.store.migrate import ensure_schema
-from supervisor.store.repository import AuditEntry, LedgerTx, Repository
+from supervisor.store.repository import AuditEntry, LedgerTx, Repository, RowsNotMatched
+
+_T = TypeVar("_T")
 
 DEFAULT_TTL_SECONDS = 24 * 3600.0
 
@@ -153,6 +155,7 @@ class LedgerBase:
                 "applied_by": identity, "via": via, "reason": reason,
             },
         )  # fmt: skip
+        assert record is not None  # chained here: this write took the lock first
         version = PolicyVersion(
             version=number, document=policy.to_document(), document_hash=policy.document_hash,
             applied_by=identity, applied_at=now, reason=reason, audit_seq=record.seq,
@@ -219,6 +222,19 @@ class LedgerBase:
         policy, version = self._policy_in_force(tx)
         policy.check_grant(proposal, identity, approving=approving, approver_id=approver_id)
         return version
+
+    def _late_or_early(self, step: Callable[[bool], _T]) -> _T:
+        """Run a write ``step(late_lock)`` with the chain lock taken late on PostgreSQL (held
+        while the server runs the writes, not across the step's round trips), and again with
+        the lock taken first if what it read before the lock changed meanwhile (another write
+        of the same proposal or of the policy won the race; the rerun then reports the state it
+        finds). A late attempt that misses committed nothing."""
+        if self.repository.dialect != "postgresql":
+            return step(False)
+        try:
+            return step(True)
+        except RowsNotMatched:
+            return step(False)
 
     def _now(self) -> datetime:
         return as_utc(self.clock.now())

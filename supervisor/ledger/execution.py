@@ -96,9 +96,22 @@ class ExecutionMixin(LedgerBase):
                 written to outside the supervisor); nothing may run.
         """
         identity = _identity(executor)
+        refusal, execution = self._late_or_early(
+            lambda late: self._claim(late, proposal_id, expected_args_hash, identity)
+        )
+        if refusal is not None:
+            raise refusal
+        assert execution is not None
+        return execution
+
+    def _claim(
+        self, late: bool, proposal_id: str, expected_args_hash: str, identity: ExecutorIdentity
+    ) -> tuple[LedgerError | None, Execution | None]:
+        """:meth:`claim` in one write (``late``: taking the chain lock late); returns the
+        refusal it recorded or the execution."""
         refusal: LedgerError | None = None
         execution: Execution | None = None
-        with self.repository.write() as tx:
+        with self.repository.write(late_lock=late) as tx:
             now = self._now()
             # With its audit records, which the chain check below reads (one round trip).
             current, existing = self._load_for_write(tx, proposal_id, trail=True)
@@ -156,11 +169,10 @@ class ExecutionMixin(LedgerBase):
                             },
                         )  # fmt: skip
                 except RowsNotMatched:
+                    if tx.late:
+                        raise  # run again with the lock taken first
                     raise self._state_error(tx, self._load(tx, proposal_id), "claimed") from None
-        if refusal is not None:
-            raise refusal
-        assert execution is not None
-        return execution
+        return refusal, execution
 
     @staticmethod
     def _audit_refusal(
@@ -204,7 +216,32 @@ class ExecutionMixin(LedgerBase):
         if blob is not None and blob.content is None:
             raise ValueError("blob must carry its content (see blob_of)")
         batch = [self.redact_trace_event(event) for event in trace]
-        with self.repository.write() as tx:
+        finished = self._late_or_early(
+            lambda late: self._finish_in_tx(
+                late, proposal_id, to_status=to_status, outcome_status=outcome_status,
+                result_ref=result_ref, reason=reason, executor=executor, blob=blob, batch=batch,
+                wanted=wanted,
+            )
+        )  # fmt: skip
+        self._traced(len(batch))
+        return finished
+
+    def _finish_in_tx(
+        self,
+        late: bool,
+        proposal_id: str,
+        *,
+        to_status: Literal[_S.EXECUTED, _S.FAILED],
+        outcome_status: str,
+        result_ref: str | None,
+        reason: str | None,
+        executor: ExecutorIdentity | str | None,
+        blob: Blob | None,
+        batch: list[TraceEvent],
+        wanted: str,
+    ) -> Execution:
+        """:meth:`_finish` in one write (``late``: taking the chain lock late)."""
+        with self.repository.write(late_lock=late) as tx:
             now = self._now()
             current, execution = self._load_for_write(tx, proposal_id)
             if current.status is not _S.EXECUTING or execution is None:
@@ -236,12 +273,13 @@ class ExecutionMixin(LedgerBase):
                         },
                     )  # fmt: skip
             except RowsNotMatched:
+                if tx.late:
+                    raise  # run again with the lock taken first
                 raise self._state_error(tx, self._load(tx, proposal_id), wanted) from None
             assert finished is not None  # a miss in the block raised RowsNotMatched
             if blob is not None:
                 tx.insert_blob(blob, now)  # a digest already stored is left as it is
             tx.insert_trace_events(batch)
-        self._traced(len(batch))
         return finished
 
     def complete(

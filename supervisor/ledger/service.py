@@ -223,21 +223,29 @@ class ApprovalLedger(
             tool=tool_name, arguments=validated, domains=proposal.domains, agent=owner,
             user=user, target=target, read_only=read_only,
         )  # fmt: skip
-        with self.repository.write() as tx:
-            outcome = self._rule_outcome(
-                tx, facts, schema_hash=tool_schema_hash, grantable=grantable, now=now
-            )
-            proposal = self._as_decided(proposal, outcome, grantable=grantable)
-            if checkpoint is not None:
-                tx.insert_checkpoint(checkpoint)
-            batch = [self.redact_trace_event(event) for event in trace(proposal)] if trace else []
-            with tx.pipelined(commit=not batch):
-                tx.insert_proposal(proposal)
-                self._audit_proposed(tx, proposal, now, original_ttl_seconds=float(ttl))
-                if proposal.decided_by_rule is not None:
-                    self._audit_rule_decision(tx, proposal, outcome, now)
-            tx.insert_trace_events(batch)
-        self._traced(len(batch))
+        asked = proposal
+
+        def record(late: bool) -> tuple[Proposal, int]:
+            with self.repository.write(late_lock=late) as tx:
+                outcome = self._rule_outcome(
+                    tx, facts, schema_hash=tool_schema_hash, grantable=grantable, now=now
+                )
+                proposal = self._as_decided(asked, outcome, grantable=grantable)
+                if checkpoint is not None:
+                    tx.insert_checkpoint(checkpoint)
+                batch = (
+                    [self.redact_trace_event(event) for event in trace(proposal)] if trace else []
+                )
+                with tx.pipelined(commit=not batch):
+                    tx.insert_proposal(proposal)
+                    self._audit_proposed(tx, proposal, now, original_ttl_seconds=float(ttl))
+                    if proposal.decided_by_rule is not None:
+                        self._audit_rule_decision(tx, proposal, outcome, now)
+                tx.insert_trace_events(batch)
+            return proposal, len(batch)
+
+        proposal, traced = self._late_or_early(record)
+        self._traced(traced)
         return proposal
 
     def wait_decided(self, proposal_id: str, timeout: float) -> Proposal:
@@ -368,8 +376,12 @@ class ApprovalLedger(
             approver_id=approver_id, reason=reason, context=self._context(context, via),
             identity=EnvironmentIdentity.current(), grants=grants,
         )  # fmt: skip
-        with self.repository.write() as tx:
-            decided = self._decide_in_tx(tx, proposal_id, decision, last=True)
+
+        def decide(late: bool) -> Proposal | LedgerError:
+            with self.repository.write(late_lock=late) as tx:
+                return self._decide_in_tx(tx, proposal_id, decision, last=True)
+
+        decided = self._late_or_early(decide)
         if isinstance(decided, LedgerError):
             raise decided  # its expiry was recorded
         return decided
@@ -383,7 +395,9 @@ class ApprovalLedger(
         Args:
             last: Nothing follows in ``tx``: the ``COMMIT`` may go with the writes.
             explain_miss: A conditional UPDATE that misses (a row changed outside the
-                supervisor) raises the proposal's state error; otherwise ``RowsNotMatched``.
+                supervisor) raises the proposal's state error; otherwise (and always in a
+                write that takes the lock late, whose caller then runs it again)
+                ``RowsNotMatched``.
 
         Returns:
             The decided proposal, or the error to raise once ``tx`` commits: its expiry,
@@ -428,7 +442,7 @@ class ApprovalLedger(
                     payload=payload,
                 )  # fmt: skip
         except RowsNotMatched:
-            if not explain_miss:
+            if not explain_miss or tx.late:
                 raise
             raise self._state_error(tx, self._load(tx, proposal_id), decision.wanted) from None
         assert changed is not None  # a miss in the block raised RowsNotMatched

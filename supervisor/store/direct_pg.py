@@ -162,11 +162,8 @@ class PgPipeline:
     def _missed(self) -> NoReturn:
         """A one-row write missed: leave pipeline mode, roll back, raise RowsNotMatched."""
         self.abandon()
-        try:
-            self._driver.rollback()
-        except psycopg.Error as error:
-            raise wrapped_error(error, "ROLLBACK") from error
-        raise RowsNotMatched("a conditional UPDATE matched no row")
+        _roll_back(self._driver)
+        raise RowsNotMatched("a conditional UPDATE or a guard matched no row")
 
     def _close_cursors(self) -> None:
         for cursor in self._sent:
@@ -196,6 +193,8 @@ def read_together(
     the lock was granted, as it would in a round trip of its own.
 
     Raises:
+        RowsNotMatched: A guard among ``reads`` (a statement that divides by zero when what it
+            checks no longer holds) failed; the transaction is rolled back.
         sqlalchemy.exc.DBAPIError: A statement failed (wrapped; the transaction is aborted).
     """
     cursors: list[psycopg.Cursor[Any]] = []
@@ -215,8 +214,18 @@ def read_together(
             statement.result(cursor.fetchall() if statement.returns_rows else [], cursor.rowcount)
             for (statement, _), cursor in zip(reads, cursors, strict=True)
         ]
+    except psycopg.errors.DivisionByZero:  # only a guard divides
+        _roll_back(driver)
+        raise RowsNotMatched("what the write read before the chain lock changed") from None
     except psycopg.Error as error:
         raise wrapped_error(error, "pipeline") from error
     finally:
         for cursor in cursors:
             cursor.close()
+
+
+def _roll_back(driver: psycopg.Connection[Any]) -> None:
+    try:
+        driver.rollback()
+    except psycopg.Error as error:
+        raise wrapped_error(error, "ROLLBACK") from error

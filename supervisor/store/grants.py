@@ -41,6 +41,12 @@ LIVE_GRANT_PROBE = (
     )
     .label("live_grant")
 )
+# A guard for a call read before a late chain lock (see TransactionBase): the tool still has
+# no live grant, with the same predicate; fails on the server (division_by_zero) otherwise.
+NO_LIVE_GRANT_GUARD = sa.text(
+    f"SELECT 1 / (NOT EXISTS (SELECT 1 FROM {_GRANT.name} WHERE tool_name = :probe_tool"
+    " AND revoked_at IS NULL AND expires_at > :probe_at))::int"
+).bindparams(sa.bindparam("probe_at", type_=_GRANT.c.expires_at.type))
 _AUDIT = SQLModel.metadata.tables[AuditRow.__tablename__]
 
 

@@ -71,6 +71,10 @@ class PolicyVersionsMixin:
         """Remember the policy read by a statement with :data:`POLICY_IN_FORCE_COLUMNS`."""
         self._policy_read = policy_in_force_from_row(row)
 
+    def _forget_policy_in_force(self) -> None:
+        """Read the policy in force again when it is next needed."""
+        self._policy_read = _NOT_READ
+
     def latest_policy_version(self) -> PolicyVersion | None:
         """The policy version in force (the highest), or ``None`` if none was ever stored."""
         row = self.connection.execute(_LATEST_POLICY).first()

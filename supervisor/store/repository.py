@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel, col, select
 
 from supervisor.canonical import canonical_json
-from supervisor.ledger.audit import GENESIS_HASH, chain_hash_json
+from supervisor.ledger.audit import GENESIS_HASH, chain_hash_json, chained_text
 from supervisor.ledger.models import (
     AuditRecord,
     Execution,
@@ -31,7 +31,7 @@ from supervisor.ledger.models import (
     Proposal,
     ProposalStatus,
 )
-from supervisor.ledger.policy import PolicyInForce
+from supervisor.ledger.policy import POLICY_SUBJECT, PolicyInForce
 from supervisor.store.convert import (
     EXECUTION_PREFIX,
     audit_from_row,
@@ -48,7 +48,7 @@ from supervisor.store.direct import DriverTransaction, RowsNotMatched
 from supervisor.store.engine import WRITE_OPTION
 from supervisor.store.errors import translate_errors
 from supervisor.store.expiry import ExpiryMixin
-from supervisor.store.grants import LIVE_GRANT_PROBE, GrantsMixin
+from supervisor.store.grants import LIVE_GRANT_PROBE, NO_LIVE_GRANT_GUARD, GrantsMixin
 from supervisor.store.ids import IdsMixin
 from supervisor.store.leases import LeasesMixin
 from supervisor.store.notify import (
@@ -106,11 +106,43 @@ _SELECT_FOR_WRITE = (
     .select_from(_PROPOSAL.outerjoin(_EXECUTION, _EXECUTION.c.proposal_id == _PROPOSAL.c.id))
     .where(_PROPOSAL.c.id == sa.bindparam("w_id"))
 )
+
+
+# The newest audit seq of one subject (0: none), as a column: a backward seek of
+# ix_audit_subject.
+def _subject_seq(subject: Any, label: str) -> Any:
+    return (
+        sa.select(sa.func.coalesce(sa.func.max(_AUDIT.c.seq), 0))
+        .where(_AUDIT.c.subject == subject)
+        .scalar_subquery()
+        .label(label)
+    )
+
+
+_POLICY_SEQ = _subject_seq(sa.literal(POLICY_SUBJECT), "policy_seq")
+# The first read of a write that takes the chain lock late (see TransactionBase): no chain tip
+# (the server chains the records under the lock), and the newest audit seqs of the proposal
+# and of the policy, which the lock's guard checks again.
+_SELECT_FOR_LATE_WRITE = (
+    sa.select(
+        _PROPOSAL,
+        *[column.label(EXECUTION_PREFIX + column.name) for column in _EXECUTION.c],
+        *POLICY_IN_FORCE_COLUMNS,
+        _subject_seq(_PROPOSAL.c.id, "subject_seq"),
+        _POLICY_SEQ,
+    )
+    .select_from(_PROPOSAL.outerjoin(_EXECUTION, _EXECUTION.c.proposal_id == _PROPOSAL.c.id))
+    .where(_PROPOSAL.c.id == sa.bindparam("w_id"))
+)
 # A new proposal's first read: the policy in force and the audit chain tip in one statement.
 _IN_FORCE_AND_TIP = sa.select(
     *POLICY_IN_FORCE_COLUMNS,
     *_TIP_COLUMNS,
 )
+# A call's first read in a write that takes the chain lock late: no tip, and the policy's
+# newest audit seq for the guard; with or without the live grant probe.
+_IN_FORCE_LATE = sa.select(*POLICY_IN_FORCE_COLUMNS, _POLICY_SEQ)
+_IN_FORCE_AND_GRANT_LATE = sa.select(*POLICY_IN_FORCE_COLUMNS, _POLICY_SEQ, LIVE_GRANT_PROBE)
 # The same, and whether the call's tool has a live grant (see GrantsMixin.probe_grants).
 _IN_FORCE_TIP_AND_GRANT = sa.select(*POLICY_IN_FORCE_COLUMNS, *_TIP_COLUMNS, LIVE_GRANT_PROBE)
 # Every proposal with its execution (if claimed), in id order, for the audit replay.
@@ -149,6 +181,27 @@ _INSERT_AUDIT_NOTIFY = sa.select(
     .values({column.name: sa.bindparam(column.name) for column in _AUDIT.c})
     .returning(_AUDIT.c.seq)
     .cte("appended")
+)
+# PostgreSQL, a write that takes the chain lock late: the audit record chained on the server,
+# under the lock, after the tip as it is then. The client sends the record's canonical text in
+# two parts around the predecessor's hash and the seq (see chain_hash_json); the server hashes
+# head || prev_hash || '","seq":' || seq || tail, the bytes chain_hash_json hashes. The NOTIFY
+# names the record as notice_payload does.
+_LONGEST_SEQ = 2**63 - 1  # a bigint seq as long as any can be
+_INSERT_AUDIT_CHAINED = sa.text(
+    "WITH tip AS (SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1),"
+    " prev AS (SELECT coalesce((SELECT seq FROM tip), 0) AS seq,"
+    " coalesce((SELECT hash FROM tip), :genesis) AS hash),"
+    " appended AS (INSERT INTO audit"
+    " (seq, at, actor, action, subject, payload_json, prev_hash, hash)"
+    " SELECT prev.seq + 1, :at, :actor, :action, :subject, :payload_json, prev.hash,"
+    ' encode(sha256(:head || convert_to(prev.hash || \'","seq":\' || (prev.seq + 1)::text,'
+    " 'UTF8') || :tail), 'hex') FROM prev RETURNING seq)"
+    " SELECT pg_notify(:channel, '[' || appended.seq::text || :notice_tail) FROM appended"
+).bindparams(
+    sa.bindparam("at", type_=_AUDIT.c.at.type),
+    sa.bindparam("head", type_=sa.LargeBinary()),
+    sa.bindparam("tail", type_=sa.LargeBinary()),
 )
 # Audit records after a seq, up to a tip, optionally only some actions and subjects.
 _FILTER_SUBJECTS_MAX = 500
@@ -251,18 +304,30 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
             trail: Also read the proposal's audit records, which :meth:`audit_of` then returns
                 until this transaction appends one (on PostgreSQL in the same round trip).
         """
+        late = self.reads_before_lock
+        statement = _SELECT_FOR_LATE_WRITE if late else _SELECT_FOR_WRITE
         if trail and self.dialect == "postgresql":
             found, records = self._hot_together(
-                [(_SELECT_FOR_WRITE, {"w_id": proposal_id}),
-                 (_SELECT_SUBJECT_AUDIT, {"w_subject": proposal_id})]
+                [(statement, {"w_id": proposal_id}),
+                 (_SELECT_SUBJECT_AUDIT, {"w_subject": proposal_id})],
+                before_lock=late,
             )  # fmt: skip
             self._trail = (proposal_id, [audit_from_row(record) for record in records])
             row = found.first()
+        elif late:
+            row = self._hot_before_lock(statement, {"w_id": proposal_id}).first()
         else:
-            row = self._hot(_SELECT_FOR_WRITE, {"w_id": proposal_id}).first()
+            row = self._hot(statement, {"w_id": proposal_id}).first()
         if row is None:
             return None
-        self._keep_tip(row)
+        if late:
+            # Read before the lock: the guard checks the proposal's records (a trail read in
+            # the same round trip that is newer than the row fails it too) and, if the policy
+            # is used (``policy_in_force``), the policy's.
+            self._guard(proposal_id, int(row.subject_seq))
+            self._policy_seq_read = int(row.policy_seq)
+        else:
+            self._keep_tip(row)
         self._keep_policy_in_force(row)
         return proposal_from_row(row), joined_execution(row)
 
@@ -277,6 +342,11 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
         it brings the audit chain tip for :meth:`append_audit` in the same statement, as
         :meth:`proposal_for_write` does (one round trip fewer while a propose holds the lock).
         """
+        if self._policy_seq_read is not None:  # read before a late lock: guard it
+            self._guard(POLICY_SUBJECT, self._policy_seq_read)
+            self._policy_seq_read = None
+        if self.reads_before_lock and not self._policy_known():
+            self._policy_before_lock()
         if self._tip is None and not self._policy_known():
             probe = self._grant_probe
             if probe is None:
@@ -288,6 +358,32 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
             self._keep_tip(row)
             self._keep_policy_in_force(row)
         return super().policy_in_force()
+
+    def _policy_before_lock(self) -> None:
+        """A late-locking write's first read of a call: the policy in force (and whether the
+        tool has a live grant, if asked) before the lock, guarded: the policy's newest record,
+        and the absence of live grants the call is then decided on."""
+        probe = self._grant_probe
+        if probe is None:
+            row = self._hot_before_lock(_IN_FORCE_LATE).one()
+        else:
+            params = {"probe_tool": probe[0], "probe_at": probe[1]}
+            row = self._hot_before_lock(_IN_FORCE_AND_GRANT_LATE, params).one()
+            live = bool(row.live_grant)
+            self._keep_grant_probe(live)
+            if not live:  # decided without reading grants: none may appear before the lock
+                self._guard_with(NO_LIVE_GRANT_GUARD, params)
+        self._guard(POLICY_SUBJECT, int(row.policy_seq))
+        self._keep_policy_in_force(row)
+
+    _policy_seq_read: int | None = None
+    """The policy's newest audit seq, read before a late lock; unguarded until the policy in
+    force is used."""
+
+    def _forget_unguarded(self) -> None:
+        if self._policy_seq_read is not None:  # read before the lock, never used: read again
+            self._policy_seq_read = None
+            self._forget_policy_in_force()
 
     def proposals_with_executions(
         self, after_id: str = "", limit: int = 1000
@@ -503,13 +599,17 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
     # audit -------------------------------------------------------------------------------
     def append_audit(
         self, *, at: datetime, actor: str, action: str, subject: str, payload: dict[str, Any]
-    ) -> AuditRecord:
-        """Append one chained audit record (callers hold the write lock).
+    ) -> AuditRecord | None:
+        """Append one chained audit record (callers hold the write lock, or take it late:
+        then the server chains the record under the lock, and ``None`` is returned).
 
         The chain tip is read once per transaction (one indexed query on the primary key) and
         then followed locally: writers are serialised, so nobody else can append meanwhile.
         """
         self._trail = None
+        if self.late:
+            self._append_chained_on_server(AuditEntry(at, actor, action, subject, payload))
+            return None
         record, values = self._chained(
             AuditEntry(at, actor, action, subject, payload), self._head()
         )
@@ -522,6 +622,25 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
         self._tip = (record.seq, record.hash)  # moved only once the record is in
         self.last_audit_seq = record.seq
         return record
+
+    def _append_chained_on_server(self, entry: AuditEntry) -> None:
+        """PostgreSQL, a late-locking write: the record is chained by the server under the
+        lock (:data:`_INSERT_AUDIT_CHAINED`); its seq and hash are not read back."""
+        at, actor, action, subject, payload = entry
+        payload_json = canonical_json(payload)
+        head, tail = chained_text(
+            at=at, actor=actor, action=action, subject=subject, payload_json=payload_json
+        )
+        notice = notice_payload(_LONGEST_SEQ, action, subject)
+        params = {
+            "genesis": GENESIS_HASH, "at": at, "actor": actor, "action": action,
+            "subject": subject, "payload_json": payload_json, "head": head.encode(),
+            "tail": tail.encode(), "channel": CHANNEL,
+            # notice_payload's form for any seq: "[seq," + the rest, or "[seq]" if too long
+            "notice_tail": notice.removeprefix(f"[{_LONGEST_SEQ}") if "," in notice else "]",
+        }  # fmt: skip
+        self._hot(_INSERT_AUDIT_CHAINED, params, send=True)
+        self._tip = None  # the server chained it: read the tip again if a record follows here
 
     def append_audits(self, entries: Sequence[AuditEntry]) -> list[AuditRecord]:
         """Append chained audit records in order with one INSERT (and, on PostgreSQL, one
@@ -641,12 +760,19 @@ class Repository:
         self.engine = engine
         self.dialect = engine.dialect.name
 
-    def write(self, *, audited: bool = True) -> AbstractContextManager[LedgerTx]:
+    def write(
+        self, *, audited: bool = True, late_lock: bool = False
+    ) -> AbstractContextManager[LedgerTx]:
         """A write transaction, committed on success and rolled back on any error.
 
         Args:
             audited: Take the cross-process audit lock (PostgreSQL) so the chain can be
                 appended; SQLite serialises every writer anyway.
+            late_lock: PostgreSQL, an audited write: take the lock only with the write's first
+                statement that is not a guarded read, and chain its audit records on the
+                server (see ``TransactionBase``'s ``late``). The write raises
+                :class:`RowsNotMatched` if what it read before the lock changed: the caller
+                runs it again without ``late_lock``.
 
         Raises:
             LedgerBusy: The write lock stayed taken past the busy timeout.
@@ -654,7 +780,7 @@ class Repository:
         """
         if self.dialect == "sqlite":
             return self._sqlite_transaction("BEGIN IMMEDIATE", flush=True)
-        return self._write(audited)
+        return self._write(audited, late_lock)
 
     @contextmanager
     def _sqlite_transaction(self, begin: str, *, flush: bool) -> Iterator[LedgerTx]:
@@ -679,14 +805,14 @@ class Repository:
                 transaction.close()
 
     @contextmanager
-    def _write(self, audited: bool) -> Iterator[LedgerTx]:
+    def _write(self, audited: bool, late_lock: bool) -> Iterator[LedgerTx]:
         with translate_errors(), self.engine.connect() as connection:
             connection = connection.execution_options(**{WRITE_OPTION: True})
             with connection.begin():
-                # The chain lock is taken with the transaction's first statement.
-                tx = LedgerTx(
-                    connection, self.dialect, lock=audited and self.dialect == "postgresql"
-                )
+                # The chain lock is taken with the transaction's first statement (late: its
+                # first statement that is not a guarded read).
+                lock = audited and self.dialect == "postgresql"
+                tx = LedgerTx(connection, self.dialect, lock=lock, late=late_lock)
                 try:
                     yield tx
                 except BaseException:

@@ -27,6 +27,23 @@ if TYPE_CHECKING:
 
 AUDIT_LOCK_KEY = 0x5355_5056_4155_4431  # "SUPVAUD1"
 _ADVISORY_LOCK = sa.text("SELECT pg_advisory_xact_lock(:key)")
+_GUARDS: dict[int, Any] = {}
+"""The guard statement for n subjects (see :func:`_guard_statement`), built once per n."""
+
+
+def _guard_statement(count: int) -> Any:
+    """A statement that fails on the server (``division_by_zero``) unless each of ``count``
+    subjects' newest audit seq is still the one read (``g_subject_<i>``, ``g_seq_<i>``; 0: no
+    record): sent right after the chain lock by a write whose first reads ran before it."""
+    statement = _GUARDS.get(count)
+    if statement is None:
+        unchanged = " AND ".join(
+            f"(SELECT coalesce(max(seq), 0) FROM audit WHERE subject = :g_subject_{i}) = :g_seq_{i}"
+            for i in range(count)
+        )
+        statement = _GUARDS[count] = sa.text(f"SELECT 1 / ({unchanged})::int")
+    return statement
+
 
 # Hot statements compiled once for the driver (None: this shape runs through Core), keyed by
 # the dialect, the prebuilt statement's identity (they live as long as their module) and, for
@@ -61,6 +78,13 @@ def _direct(
     return direct
 
 
+def _compiled(statement: Any) -> DirectStatement:
+    """A prebuilt PostgreSQL statement compiled for the driver (the lock and guards are)."""
+    direct = _direct("postgresql", statement, None, False)
+    assert direct is not None
+    return direct
+
+
 class TransactionBase:
     """One open transaction on the ledger: its connections and how statements run on it."""
 
@@ -72,6 +96,7 @@ class TransactionBase:
         driver: sqlite3.Connection | None = None,
         join: Callable[[], sa.Connection] | None = None,
         lock: bool = False,
+        late: bool = False,
     ) -> None:
         """Wrap one open transaction.
 
@@ -82,6 +107,14 @@ class TransactionBase:
             lock: PostgreSQL: take the audit chain's lock (``pg_advisory_xact_lock``) before
                 the transaction's first statement; when that statement is a hot read, in the
                 same round trip (:func:`~supervisor.store.direct_pg.read_together`).
+            late: With ``lock``: the write's first reads (:meth:`_hot_before_lock`) run before
+                the lock, each naming the audit subjects its answer depends on
+                (:meth:`_guard`); the lock is taken with the first other statement, usually the
+                write pipeline, followed by a guard that aborts the transaction
+                (:class:`RowsNotMatched`) if any of those subjects gained an audit record
+                since. The lock is then held only while the server runs the writes, not across
+                the client's round trips. The caller reruns the step with the lock taken
+                first when the guard misses.
         """
         self._connection = connection
         self._join = join
@@ -95,6 +128,10 @@ class TransactionBase:
         self._pipelining = False
         self._pipeline: PgPipeline | None = None
         self._lock_pending = lock
+        self.late = late and lock
+        """The chain lock waits for the write's first statement that is not a guarded read."""
+        self._guards: dict[str, int] = {}
+        self._other_guards: list[tuple[Any, dict[str, Any]]] = []
         self._trail: tuple[str, list[AuditRecord]] | None = None
         self._committed = False
         """Committed with its last :meth:`pipelined` block: no statement may follow."""
@@ -106,8 +143,11 @@ class TransactionBase:
             self._end_pipeline()
         connection = self._core_connection()
         if self._lock_pending:
-            self._lock_pending = False
-            connection.execute(_ADVISORY_LOCK, {"key": AUDIT_LOCK_KEY})
+            if self.late:  # the lock and its guard, on the driver under this connection
+                self._read_together(self._driver_connection(), [])
+            else:
+                self._lock_pending = False
+                connection.execute(_ADVISORY_LOCK, {"key": AUDIT_LOCK_KEY})
         return connection
 
     def _core_connection(self) -> sa.Connection:
@@ -248,30 +288,87 @@ class TransactionBase:
         return self._read_together(driver, [(direct, params or {})])[0]
 
     def _read_together(
-        self, driver: Any, reads: list[tuple[DirectStatement, dict[str, Any]]]
+        self,
+        driver: Any,
+        reads: list[tuple[DirectStatement, dict[str, Any]]],
+        *,
+        before_lock: bool = False,
     ) -> list[DirectResult]:
-        """PostgreSQL: ``reads`` in one round trip, after the chain lock if still to take."""
+        """PostgreSQL: ``reads`` in one round trip, after the chain lock if still to take
+        (``before_lock``: guarded reads of a late-locking write, without it).
+
+        Raises:
+            RowsNotMatched: The lock's guard missed (the transaction is rolled back).
+        """
         from supervisor.store.direct_pg import read_together
 
-        lock = self._take_lock()
+        lock = [] if before_lock else self._take_lock()
         together = read_together(driver, cast("list[tuple[PgDirectStatement, Any]]", lock + reads))
         return together[len(lock) :]
 
     def _take_lock(self) -> list[tuple[DirectStatement, dict[str, Any]]]:
-        """PostgreSQL: the chain lock's statement and parameters, to send before the next
-        statement, if the lock is still to take (it is then counted as taken); else nothing."""
+        """PostgreSQL: the chain lock's statement and parameters (and, for a late lock, its
+        guard), to send before the next statement, if the lock is still to take (it is then
+        counted as taken); else nothing."""
         if not self._lock_pending:
             return []
         self._lock_pending = False
-        lock = _direct("postgresql", _ADVISORY_LOCK, None, False)
-        assert lock is not None
-        return [(lock, {"key": AUDIT_LOCK_KEY})]
+        taken: list[tuple[Any, dict[str, Any]]] = [(_ADVISORY_LOCK, {"key": AUDIT_LOCK_KEY})]
+        if self.late:
+            self._forget_unguarded()
+            if self._guards:
+                params: dict[str, Any] = {}
+                for i, (subject, seq) in enumerate(self._guards.items()):
+                    params[f"g_subject_{i}"] = subject
+                    params[f"g_seq_{i}"] = seq
+                taken.append((_guard_statement(len(self._guards)), params))
+            taken.extend(self._other_guards)
+        return [(_compiled(statement), params) for statement, params in taken]
+
+    @property
+    def reads_before_lock(self) -> bool:
+        """A late-locking write whose lock is still to take: its guarded reads run now."""
+        return self.late and self._lock_pending
+
+    def _guard(self, subject: str, seq: int) -> None:
+        """What was read before the lock depends on ``subject``, whose newest audit seq was
+        ``seq``: the write commits only if it still is when the lock is taken."""
+        assert self.reads_before_lock
+        self._guards.setdefault(subject, seq)
+
+    def _guard_with(self, statement: Any, params: dict[str, Any]) -> None:
+        """What was read before the lock holds only while ``statement`` (a prebuilt statement
+        that divides by zero when it no longer does) passes: it is sent after the lock."""
+        assert self.reads_before_lock
+        self._other_guards.append((statement, params))
+
+    def _forget_unguarded(self) -> None:
+        """The late lock is being taken: drop what was read before it that no guard covers,
+        so it is read again under the lock if needed (see ``LedgerTx``)."""
+
+    def _hot_before_lock(
+        self, statement: Any, params: dict[str, Any] | None = None
+    ) -> DirectResult | sa.CursorResult[Any]:
+        """A hot read that a late-locking write runs before the lock (the caller guards what
+        it depends on); any other transaction runs it as :meth:`_hot`."""
+        if not self.reads_before_lock or self._pipelining:
+            return self._hot(statement, params)
+        direct = _direct(self.dialect, statement, params, False)
+        if direct is None:
+            return self._hot(statement, params)
+        driver = self._driver_connection()
+        try:
+            return direct.execute(driver, params)
+        except sa.exc.DBAPIError as error:
+            self._invalidate_if_lost(error)
+            raise
 
     def _hot_together(
-        self, reads: list[tuple[Any, dict[str, Any]]]
+        self, reads: list[tuple[Any, dict[str, Any]]], *, before_lock: bool = False
     ) -> list[DirectResult | sa.CursorResult[Any]]:
         """Several hot reads; on PostgreSQL in one round trip (with the chain lock if this is
-        the write's first statement), elsewhere one after the other."""
+        the write's first statement, unless ``before_lock``: guarded reads of a late-locking
+        write), elsewhere one after the other."""
         compiled = [_direct(self.dialect, statement, params, False) for statement, params in reads]
         if self.dialect != "postgresql" or self._pipelining or None in compiled:
             return [self._hot(statement, params) for statement, params in reads]
@@ -282,6 +379,7 @@ class TransactionBase:
                     driver,
                     [(cast(DirectStatement, direct), params)
                      for direct, (_, params) in zip(compiled, reads, strict=True)],
+                    before_lock=before_lock and self.reads_before_lock,
                 )
             )  # fmt: skip
         except sa.exc.DBAPIError as error:

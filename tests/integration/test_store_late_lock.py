@@ -1,0 +1,247 @@
+"""PostgreSQL: approve, reject, cancel, claim and complete take the audit chain's lock late.
+
+Their first read runs before the lock. The lock is taken with the write pipeline, followed by a
+guard: the newest audit record of the proposal (and of the policy, when the step used it) must
+still be the one read. The server chains the step's audit record under the lock. A guard that
+misses aborts the write, and the ledger runs the step again with the lock taken first
+(``LedgerBase._late_or_early``). So the lock is held while the server runs the writes, not
+across the client's round trips.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from supervisor.canonical import args_hash as compute_args_hash
+from supervisor.ledger.errors import ApproverNotAllowed
+from supervisor.ledger.models import ProposalStatus
+from supervisor.ledger.policy import ApprovalPolicy
+from supervisor.ledger.service import ApprovalLedger
+from supervisor.store.notify import CHANNEL, notice_payload
+from supervisor.store.repository import AUDIT_LOCK_KEY, RowsNotMatched
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def ledger_url(postgres_url: str) -> str:
+    """PostgreSQL only: conftest's ``engine`` and ``ledger`` fixtures build on this."""
+    return postgres_url
+
+
+class ChainLock:
+    """The chain lock held by another session: a session-level advisory lock on the same key,
+    which conflicts with the ledger's transaction-level one."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._connection = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        self._held = False
+
+    def hold(self) -> None:
+        self._connection.execute(sa.text("SELECT pg_advisory_lock(:key)"), {"key": AUDIT_LOCK_KEY})
+        self._held = True
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self._connection.execute(
+                sa.text("SELECT pg_advisory_unlock(:key)"), {"key": AUDIT_LOCK_KEY}
+            )
+
+    def close(self) -> None:
+        self.release()
+        self._connection.close()
+
+
+@pytest.fixture
+def chain_lock(engine: Engine) -> Iterator[ChainLock]:
+    lock = ChainLock(engine)
+    try:
+        yield lock
+    finally:
+        lock.close()
+
+
+def _waiting_for_the_lock(engine: Engine) -> int:
+    """How many sessions wait for an advisory lock now."""
+    with engine.connect() as connection:
+        return int(
+            connection.execute(
+                sa.text(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'"
+                )
+            ).scalar_one()
+        )
+
+
+def _until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.01)
+
+
+def _in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as error:  # reported to the test
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def test_a_late_write_reads_while_another_holds_the_lock_and_writes_after_it(
+    ledger: ApprovalLedger, engine: Engine, chain_lock: ChainLock
+) -> None:
+    proposal = ledger.propose("refund", "h", {"amount": 5})
+    chain_lock.hold()
+    read = threading.Event()
+
+    def approve_by_hand() -> None:
+        with ledger.repository.write(late_lock=True) as tx:
+            found = tx.proposal_for_write(proposal.proposal_id)
+            assert found is not None and found[0].status is ProposalStatus.PENDING
+            read.set()
+            with tx.pipelined(commit=True):
+                tx.update_proposal(
+                    proposal.proposal_id, expect_status=ProposalStatus.PENDING,
+                    values={"status": ProposalStatus.APPROVED, "approver_id": "ops",
+                            "decided_at": found[0].created_at},
+                )  # fmt: skip
+                tx.append_audit(
+                    at=found[0].created_at, actor="ops", action="approve",
+                    subject=proposal.proposal_id, payload={"by": "hand"},
+                )  # fmt: skip
+
+    thread, outcome = _in_thread(approve_by_hand)
+    # The read does not wait for the lock (a write taking the lock first would block here).
+    assert read.wait(10), "the late write's first read waited for the chain lock"
+    _until(lambda: _waiting_for_the_lock(engine) == 1, "the write waits for the lock")
+    assert ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
+    chain_lock.release()
+    thread.join(10)
+    assert not thread.is_alive() and "error" not in outcome, outcome
+    assert ledger.get(proposal.proposal_id).status is ProposalStatus.APPROVED
+    report = ledger.verify()  # the hand-made approval is not a full one: only the chain counts
+    assert report.chain_ok and report.checked == 2, report
+
+
+def test_a_late_write_whose_proposal_gained_a_record_meanwhile_commits_nothing(
+    ledger: ApprovalLedger,
+) -> None:
+    proposal = ledger.propose("refund", "h", {"amount": 5})
+    with pytest.raises(RowsNotMatched):
+        with ledger.repository.write(late_lock=True) as tx:
+            found = tx.proposal_for_write(proposal.proposal_id)
+            assert found is not None
+            # Another process extends it: audited, and still pending, so only the guard sees it.
+            ledger.extend(proposal.proposal_id, 60, "ops")
+            with tx.pipelined(commit=True):
+                tx.update_proposal(
+                    proposal.proposal_id, expect_status=ProposalStatus.PENDING,
+                    values={"status": ProposalStatus.APPROVED},
+                )  # fmt: skip
+                tx.append_audit(
+                    at=found[0].created_at, actor="ops", action="approve",
+                    subject=proposal.proposal_id, payload={},
+                )  # fmt: skip
+    assert ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
+    actions = [record.action for record in ledger.audit_of(proposal.proposal_id)]
+    assert actions == ["propose", "extend"]
+    assert ledger.verify().ok
+
+
+def test_an_approval_read_before_a_policy_change_is_checked_against_the_new_policy(
+    ledger: ApprovalLedger, engine: Engine, clock: Any, chain_lock: ChainLock
+) -> None:
+    paying = ledger.propose("transfer", "h", {"amount": 2}, user="bob", domains=["finance"])
+    applier = ApprovalLedger(engine, clock)
+    chain_lock.hold()
+    try:
+        # The policy change queues for the lock first, then the approval reads (no policy
+        # yet: anyone may approve) and queues behind it.
+        strict = ApprovalPolicy(approvers_by_domain={"finance": ["cfo@example.com"]})
+        applying, applied = _in_thread(lambda: applier.apply_policy(strict, reason="r"))
+        _until(lambda: _waiting_for_the_lock(engine) == 1, "the policy change waits")
+        approving, approved = _in_thread(lambda: ledger.approve(paying.proposal_id, "cfo"))
+        _until(lambda: _waiting_for_the_lock(engine) == 2, "the approval waits")
+        chain_lock.release()
+        applying.join(10)
+        approving.join(10)
+    finally:
+        applier.close()
+    assert "error" not in applied, applied
+    assert isinstance(approved.get("error"), ApproverNotAllowed), approved
+    assert ledger.get(paying.proposal_id).status is ProposalStatus.PENDING
+    assert ledger.verify().ok
+
+
+def test_records_the_server_chains_verify_and_name_themselves_in_their_notices(
+    ledger: ApprovalLedger, ledger_url: str
+) -> None:
+    hostile = 'ops "q" \\ \n\t — ünï 🚀 \u2028 \'); DROP TABLE audit; --'
+    arguments = {"note": hostile, "amount": 1}
+    proposal = ledger.propose("refund", "h", arguments)
+    other = ledger.propose("refund", "h", {"amount": 2})
+    listener = psycopg.connect(ledger_url.replace("postgresql+psycopg", "postgresql"),
+                               autocommit=True)  # fmt: skip
+    try:
+        listener.execute(f"LISTEN {CHANNEL}")
+        ledger.approve(proposal.proposal_id, hostile[:60], reason=hostile)
+        ledger.reject(other.proposal_id, "ops", reason=hostile)
+        ledger.claim(proposal.proposal_id, compute_args_hash("refund", "h", arguments, None),
+                     executor=hostile[:60])  # fmt: skip
+        ledger.complete(proposal.proposal_id, result_ref=hostile, executor=hostile[:60])
+        heard = [notice.payload for notice in listener.notifies(timeout=1, stop_after=4)]
+    finally:
+        listener.close()
+    report = ledger.verify()
+    assert report.ok, report
+    records = [
+        record
+        for record in ledger.audit_of(proposal.proposal_id) + ledger.audit_of(other.proposal_id)
+        if record.action != "propose"
+    ]
+    assert sorted(record.action for record in records) == [
+        "approve", "claim", "complete", "reject"
+    ]  # fmt: skip
+    assert sorted(heard) == sorted(
+        notice_payload(record.seq, record.action, record.subject) for record in records
+    )
+
+
+def test_a_call_read_before_a_grant_was_made_commits_nothing(
+    ledger: ApprovalLedger, clock: Any
+) -> None:
+    def write(path: str) -> Any:
+        return ledger.propose("write_file", "s" * 64, {"path": path, "size": 1}, owner="d")
+
+    first = write("/srv/docs/a.md")
+    with pytest.raises(RowsNotMatched):
+        with ledger.repository.write(late_lock=True) as tx:
+            tx.probe_grants("write_file", clock.now())
+            tx.policy_in_force()  # and no live grant: a call would be asked
+            ledger.approve_similar(
+                first.proposal_id, "operator", patterns={"path": {"prefix": "/srv/docs"}}
+            )  # another process grants calls like it
+            with tx.pipelined(commit=True):
+                tx.append_audit(
+                    at=clock.now(), actor="d", action="propose", subject="p", payload={}
+                )
+    assert [record.subject for record in ledger.audit_of("p")] == []
+    assert write("/srv/docs/b.md").status is ProposalStatus.APPROVED  # the grant decides it
+    assert ledger.verify().ok
