@@ -354,6 +354,7 @@ def test_a_write_sent_with_the_chain_lock_reads_what_the_holder_committed(
         with ledger.repository.write() as tx:
             tx.audit_head()  # the lock is taken with this first statement
             holder = tx.append_audit(at=now, actor="x", action="note", subject="s", payload={})
+            assert holder is not None  # chained here: this write took the lock first
             waiter = threading.Thread(target=propose)
             waiter.start()
             assert started.wait(10)
