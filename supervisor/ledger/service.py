@@ -174,7 +174,7 @@ class ApprovalLedger(
                 batch approval never crosses a turn.
             trace: Given the recorded proposal (as returned), the trace events to append in
                 the same transaction (redacted as :meth:`append_trace` does): a paused run's
-                report of the call commits with it.
+                report of the call commits with it. Called once, under the write lock.
             checkpoint: The checkpoint to resume from (see :meth:`checkpoint_of`), stored in
                 the same transaction, before the proposal that names it; ``checkpoint_id``
                 defaults to its id.
@@ -231,6 +231,8 @@ class ApprovalLedger(
                     tx, facts, schema_hash=tool_schema_hash, grantable=grantable, now=now
                 )
                 proposal = self._as_decided(asked, outcome, grantable=grantable)
+                if trace is not None:
+                    tx.lock_now()  # ``trace`` may not be called twice: only once it will hold
                 if checkpoint is not None:
                     tx.insert_checkpoint(checkpoint)
                 batch = (

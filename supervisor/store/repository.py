@@ -324,8 +324,9 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
             # Read before the lock: the guard checks the proposal's records (a trail read in
             # the same round trip that is newer than the row fails it too) and, if the policy
             # is used (``policy_in_force``), the policy's.
-            self._guard(proposal_id, int(row.subject_seq))
-            self._policy_seq_read = int(row.policy_seq)
+            if self.reads_before_lock:
+                self._guard(proposal_id, int(row.subject_seq))
+                self._policy_seq_read = int(row.policy_seq)
         else:
             self._keep_tip(row)
         self._keep_policy_in_force(row)

@@ -331,16 +331,25 @@ class TransactionBase:
         return self.late and self._lock_pending
 
     def _guard(self, subject: str, seq: int) -> None:
-        """What was read before the lock depends on ``subject``, whose newest audit seq was
-        ``seq``: the write commits only if it still is when the lock is taken."""
-        assert self.reads_before_lock
-        self._guards.setdefault(subject, seq)
+        """What was just read before the lock depends on ``subject``, whose newest audit seq
+        was ``seq``: the write commits only if it still is when the lock is taken. (A read
+        that had to take the lock itself needs no guard.)"""
+        if self.reads_before_lock:
+            self._guards.setdefault(subject, seq)
 
     def _guard_with(self, statement: Any, params: dict[str, Any]) -> None:
-        """What was read before the lock holds only while ``statement`` (a prebuilt statement
-        that divides by zero when it no longer does) passes: it is sent after the lock."""
-        assert self.reads_before_lock
-        self._other_guards.append((statement, params))
+        """What was just read before the lock holds only while ``statement`` (a prebuilt
+        statement that divides by zero when it no longer does) passes: it is sent after the
+        lock. (A read that had to take the lock itself needs no guard.)"""
+        if self.reads_before_lock:
+            self._other_guards.append((statement, params))
+
+    def lock_now(self) -> None:
+        """Take the chain lock now if it is still to take (a late lock with its guard), before
+        work that must not be repeated: a guard that misses raises :class:`RowsNotMatched`
+        here, and after this the write cannot miss because of what it read before."""
+        if self._lock_pending:
+            self._read_together(self._driver_connection(), [])
 
     def _forget_unguarded(self) -> None:
         """The late lock is being taken: drop what was read before it that no guard covers,

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 
 from supervisor.canonical import args_hash as compute_args_hash
 from supervisor.ledger.errors import ApproverNotAllowed
-from supervisor.ledger.models import ProposalStatus
+from supervisor.ledger.models import ProposalStatus, TraceEvent
 from supervisor.ledger.policy import ApprovalPolicy
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.store.notify import CHANNEL, notice_payload
@@ -244,4 +244,41 @@ def test_a_call_read_before_a_grant_was_made_commits_nothing(
                 )
     assert [record.subject for record in ledger.audit_of("p")] == []
     assert write("/srv/docs/b.md").status is ProposalStatus.APPROVED  # the grant decides it
+    assert ledger.verify().ok
+
+
+def test_a_call_whose_read_went_stale_reports_its_trace_once(
+    ledger: ApprovalLedger, engine: Engine, clock: Any, chain_lock: ChainLock
+) -> None:
+    calls: list[str] = []
+
+    def report(proposal: Any) -> list[TraceEvent]:  # like the runtime's: it drains a buffer
+        calls.append(proposal.proposal_id)
+        payload = {"proposal_id": proposal.proposal_id}
+        return [TraceEvent(agent_id="a", thread_id="t", run_id="r", kind="approval",
+                           at=clock.now(), payload=payload)]  # fmt: skip
+
+    applier = ApprovalLedger(engine, clock)
+    chain_lock.hold()
+    try:
+        # A policy change queues for the lock first; the call reads the policy before it and
+        # queues behind it, so its first attempt misses and it runs again.
+        applying, applied = _in_thread(
+            lambda: applier.apply_policy(ApprovalPolicy(forbid_self_approval=True), reason="r")
+        )
+        _until(lambda: _waiting_for_the_lock(engine) == 1, "the policy change waits")
+        calling, called = _in_thread(
+            lambda: ledger.propose("refund", "h", {"amount": 1}, thread_id="t", trace=report)
+        )
+        _until(lambda: _waiting_for_the_lock(engine) == 2, "the call waits")
+        chain_lock.release()
+        applying.join(10)
+        calling.join(10)
+    finally:
+        applier.close()
+    assert "error" not in applied and "error" not in called, (applied, called)
+    proposal = called["value"]
+    assert calls == [proposal.proposal_id]  # the first attempt missed before calling it
+    stored = ledger.trace_events(agent_id="a", thread_id="t")
+    assert [event.payload["proposal_id"] for event in stored] == [proposal.proposal_id]
     assert ledger.verify().ok
