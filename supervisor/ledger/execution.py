@@ -216,70 +216,51 @@ class ExecutionMixin(LedgerBase):
         if blob is not None and blob.content is None:
             raise ValueError("blob must carry its content (see blob_of)")
         batch = [self.redact_trace_event(event) for event in trace]
-        finished = self._late_or_early(
-            lambda late: self._finish_in_tx(
-                late, proposal_id, to_status=to_status, outcome_status=outcome_status,
-                result_ref=result_ref, reason=reason, executor=executor, blob=blob, batch=batch,
-                wanted=wanted,
-            )
-        )  # fmt: skip
-        self._traced(len(batch))
-        return finished
 
-    def _finish_in_tx(
-        self,
-        late: bool,
-        proposal_id: str,
-        *,
-        to_status: Literal[_S.EXECUTED, _S.FAILED],
-        outcome_status: str,
-        result_ref: str | None,
-        reason: str | None,
-        executor: ExecutorIdentity | str | None,
-        blob: Blob | None,
-        batch: list[TraceEvent],
-        wanted: str,
-    ) -> Execution:
-        """:meth:`_finish` in one write (``late``: taking the chain lock late)."""
-        with self.repository.write(late_lock=late) as tx:
-            now = self._now()
-            current, execution = self._load_for_write(tx, proposal_id)
-            if current.status is not _S.EXECUTING or execution is None:
-                raise self._state_error(tx, current, wanted)
-            claimed_by = execution.executor.executor_id
-            if executor is not None:
-                actor = executor if isinstance(executor, str) else executor.executor_id
-                if actor != claimed_by:
-                    raise NotOwner(proposal_id, actor=actor, owner=claimed_by)
-            try:
-                with tx.pipelined(commit=blob is None and not batch):
-                    tx.update_proposal(
-                        proposal_id,
-                        expect_status=_S.EXECUTING,
-                        values={"status": to_status, "updated_at": now},
-                    )
-                    finished = tx.update_execution_from(
-                        execution, expect_state="executing", state=to_status.value,
-                        finished_at=now, outcome_status=outcome_status, result_ref=result_ref,
-                        reason=reason,
-                    )  # fmt: skip
-                    tx.append_audit(
-                        at=now, actor=claimed_by,
-                        action="complete" if to_status is _S.EXECUTED else "fail",
-                        subject=proposal_id,
-                        payload={
-                            "outcome_status": outcome_status, "result_ref": result_ref,
-                            "reason": reason, "args_hash": execution.args_hash,
-                        },
-                    )  # fmt: skip
-            except RowsNotMatched:
-                if tx.late:
-                    raise  # run again with the lock taken first
-                raise self._state_error(tx, self._load(tx, proposal_id), wanted) from None
-            assert finished is not None  # a miss in the block raised RowsNotMatched
-            if blob is not None:
-                tx.insert_blob(blob, now)  # a digest already stored is left as it is
-            tx.insert_trace_events(batch)
+        def finish(late: bool) -> Execution:
+            with self.repository.write(late_lock=late) as tx:
+                now = self._now()
+                current, execution = self._load_for_write(tx, proposal_id)
+                if current.status is not _S.EXECUTING or execution is None:
+                    raise self._state_error(tx, current, wanted)
+                claimed_by = execution.executor.executor_id
+                if executor is not None:
+                    actor = executor if isinstance(executor, str) else executor.executor_id
+                    if actor != claimed_by:
+                        raise NotOwner(proposal_id, actor=actor, owner=claimed_by)
+                try:
+                    with tx.pipelined(commit=blob is None and not batch):
+                        tx.update_proposal(
+                            proposal_id,
+                            expect_status=_S.EXECUTING,
+                            values={"status": to_status, "updated_at": now},
+                        )
+                        finished = tx.update_execution_from(
+                            execution, expect_state="executing", state=to_status.value,
+                            finished_at=now, outcome_status=outcome_status, result_ref=result_ref,
+                            reason=reason,
+                        )  # fmt: skip
+                        tx.append_audit(
+                            at=now, actor=claimed_by,
+                            action="complete" if to_status is _S.EXECUTED else "fail",
+                            subject=proposal_id,
+                            payload={
+                                "outcome_status": outcome_status, "result_ref": result_ref,
+                                "reason": reason, "args_hash": execution.args_hash,
+                            },
+                        )  # fmt: skip
+                except RowsNotMatched:
+                    if tx.late:
+                        raise  # run again with the lock taken first
+                    raise self._state_error(tx, self._load(tx, proposal_id), wanted) from None
+                assert finished is not None  # a miss in the block raised RowsNotMatched
+                if blob is not None:
+                    tx.insert_blob(blob, now)  # a digest already stored is left as it is
+                tx.insert_trace_events(batch)
+            return finished
+
+        finished = self._late_or_early(finish)
+        self._traced(len(batch))
         return finished
 
     def complete(

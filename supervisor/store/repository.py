@@ -346,35 +346,32 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
         if self._policy_seq_read is not None:  # read before a late lock: guard it
             self._guard(POLICY_SUBJECT, self._policy_seq_read)
             self._policy_seq_read = None
-        if self.reads_before_lock and not self._policy_known():
-            self._policy_before_lock()
-        if self._tip is None and not self._policy_known():
-            probe = self._grant_probe
-            if probe is None:
-                row = self._hot(_IN_FORCE_AND_TIP).one()
-            else:
-                params = {"probe_tool": probe[0], "probe_at": probe[1]}
-                row = self._hot(_IN_FORCE_TIP_AND_GRANT, params).one()
-                self._keep_grant_probe(bool(row.live_grant))
-            self._keep_tip(row)
-            self._keep_policy_in_force(row)
+        if not self._policy_known() and (self._tip is None or self.reads_before_lock):
+            self._read_policy_in_force(late=self.reads_before_lock)
         return super().policy_in_force()
 
-    def _policy_before_lock(self) -> None:
-        """A late-locking write's first read of a call: the policy in force (and whether the
-        tool has a live grant, if asked) before the lock, guarded: the policy's newest record,
-        and the absence of live grants the call is then decided on."""
+    def _read_policy_in_force(self, *, late: bool) -> None:
+        """A call's first read: the policy in force, and whether the tool has a live grant if
+        asked (:meth:`probe_grants`). With the chain tip, under the lock; or, ``late``, before
+        a late lock, guarded: the policy's newest record, and the absence of live grants the
+        call is then decided on."""
         probe = self._grant_probe
-        if probe is None:
-            row = self._hot_before_lock(_IN_FORCE_LATE).one()
+        params = None if probe is None else {"probe_tool": probe[0], "probe_at": probe[1]}
+        if late:
+            statement = _IN_FORCE_LATE if probe is None else _IN_FORCE_AND_GRANT_LATE
+            row = self._hot_before_lock(statement, params).one()
         else:
-            params = {"probe_tool": probe[0], "probe_at": probe[1]}
-            row = self._hot_before_lock(_IN_FORCE_AND_GRANT_LATE, params).one()
+            statement = _IN_FORCE_AND_TIP if probe is None else _IN_FORCE_TIP_AND_GRANT
+            row = self._hot(statement, params).one()
+        if params is not None:
             live = bool(row.live_grant)
             self._keep_grant_probe(live)
-            if not live:  # decided without reading grants: none may appear before the lock
+            if late and not live:  # decided without reading grants: none may appear meanwhile
                 self._guard_with(NO_LIVE_GRANT_GUARD, params)
-        self._guard(POLICY_SUBJECT, int(row.policy_seq))
+        if late:
+            self._guard(POLICY_SUBJECT, int(row.policy_seq))
+        else:
+            self._keep_tip(row)
         self._keep_policy_in_force(row)
 
     _policy_seq_read: int | None = None

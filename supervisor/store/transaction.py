@@ -144,7 +144,7 @@ class TransactionBase:
         connection = self._core_connection()
         if self._lock_pending:
             if self.late:  # the lock and its guard, on the driver under this connection
-                self._read_together(self._driver_connection(), [])
+                self.lock_now()
             else:
                 self._lock_pending = False
                 connection.execute(_ADVISORY_LOCK, {"key": AUDIT_LOCK_KEY})
