@@ -2,12 +2,11 @@
 
 Writes go through :meth:`Repository.write`, which serialises audited writers across processes
 and hosts: SQLite transactions begin with ``BEGIN IMMEDIATE``; PostgreSQL transactions take
-``pg_advisory_xact_lock`` first (sent with the first statement, in one round trip). Inside, the
-chain tip is read and the next audit seq written with no gap. The hot statements run on the
-driver connection directly, and on PostgreSQL a step's writes go in one pipeline
-(:mod:`supervisor.store.transaction`). On PostgreSQL each audit record's INSERT also queues its
-``NOTIFY`` (one statement, so no extra round trip while the lock is held), so listeners wake
-exactly when the change is committed and learn which record it was.
+``pg_advisory_xact_lock`` first (sent with the first statement, in one round trip), or, for the
+hot steps (``late_lock``), with the writes after a guarded read. Inside, the next audit seq is
+written with no gap (:mod:`supervisor.store.audit_log`). The hot statements run on the driver
+connection directly, and on PostgreSQL a step's writes go in one pipeline
+(:mod:`supervisor.store.transaction`).
 """
 
 from __future__ import annotations
