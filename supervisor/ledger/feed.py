@@ -52,6 +52,24 @@ class FeedPage:
     """When the read was made (``time.monotonic``)."""
     caught_up: bool = False
     """The read reached the tip (it was not cut short by ``limit``)."""
+    checked: int = 0
+    """The board position through which no notice after ``mark`` matched ``checked_for``."""
+    checked_for: tuple[frozenset[str] | None, frozenset[str] | None] | None = None
+    """The ``(actions, subjects)`` followed when the board was checked through ``checked``."""
+
+
+def _matches_less(
+    wanted: tuple[frozenset[str] | None, frozenset[str] | None],
+    checked_for: tuple[frozenset[str] | None, frozenset[str] | None] | None,
+) -> bool:
+    """Whether every record ``wanted`` matches was matched by ``checked_for`` too: then the
+    notices already checked against ``checked_for`` need no second look."""
+    if checked_for is None:
+        return False
+    return all(
+        old is None or (new is not None and new <= old)
+        for new, old in zip(wanted, checked_for, strict=True)
+    )
 
 
 class FeedMixin(LedgerBase):
@@ -162,24 +180,29 @@ class FeedMixin(LedgerBase):
                 wanted_subjects is None or subject in wanted_subjects
             )
 
+        wanted = (wanted_actions, wanted_subjects)
         deadline = time.monotonic() + max(timeout, 0.0)
         page = after if isinstance(after, FeedPage) else FeedPage(records=[], cursor=after)
         while True:
             now = time.monotonic()
             remaining = deadline - now
             fresh_for = page.read_at + FALLBACK_POLL_S - now
-            if (
-                page.caught_up
-                and fresh_for > 0
-                and self._wait_on_board(page.mark, 0, interest) is False
-            ):
-                # Read through the tip moments ago and no matching notice since: wait first.
-                if remaining <= 0:
-                    return FeedPage(records=[], cursor=page.cursor, mark=page.mark,
-                                    read_at=page.read_at, caught_up=True)  # fmt: skip
-                if self._wait_on_board(page.mark, min(remaining, fresh_for), interest) is None:
+            if page.caught_up and fresh_for > 0:
+                # Read through the tip moments ago: wait for a matching notice since, checking
+                # only the notices not yet checked for this interest.
+                since = page.checked if _matches_less(wanted, page.checked_for) else page.mark
+                matched, since = self._watch_board(since, max(0.0, min(remaining, fresh_for)),
+                                                   interest)  # fmt: skip
+                if matched is False:
+                    page = FeedPage(records=[], cursor=page.cursor, mark=page.mark,
+                                    read_at=page.read_at, caught_up=True, checked=since,
+                                    checked_for=wanted)  # fmt: skip
+                    if remaining <= 0:
+                        return page
+                    continue
+                if matched is None:
                     page = FeedPage(records=[], cursor=page.cursor)  # unreachable: read
-                continue
+                    continue
             mark, read_at = self._mark(), time.monotonic()
             try:
                 records, cursor, caught_up = self._read_matching(
@@ -230,10 +253,17 @@ class FeedMixin(LedgerBase):
     ) -> bool | None:
         """Wait for a notice after ``mark`` matching ``interest``: ``True`` if one came,
         ``False`` on timeout, ``None`` if the ledger could not be reached."""
+        return self._watch_board(mark, timeout, interest)[0]
+
+    def _watch_board(
+        self, mark: int, timeout: float, interest: Interest | None = None
+    ) -> tuple[bool | None, int]:
+        """:meth:`_wait_on_board`, with the position the board was checked through
+        (:meth:`ChangeBoard.watch`)."""
         try:
-            return self._get_board().wait(mark, timeout, interest)
+            return self._get_board().watch(mark, timeout, interest)
         except (LedgerBusy, LedgerUnavailable):
-            return None
+            return None, mark
 
     def close(self) -> None:
         """Release the change-feed connection (the engine is the caller's)."""

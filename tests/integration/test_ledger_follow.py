@@ -13,13 +13,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
 from support.ledgers import open_ledger
 
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.store.notify import CHANNEL, ChangeBoard
+from supervisor.store.notify import CHANNEL, ChangeBoard, notice_payload
 
 _WRITER = """
 import sys
@@ -171,3 +172,46 @@ def test_a_sweep_notifies_each_expired_proposal_in_order(
     assert [json.loads(p) for p in payloads] == [
         [head + n + 1, "expire", subject] for n, subject in enumerate(expired)
     ]
+
+
+def test_a_follower_checks_each_notice_once_however_long_it_keeps_its_page(
+    postgres_url: str, pg_ledger: ApprovalLedger
+) -> None:
+    """A follower that keeps its page while a busy team writes (its mark stays put until it
+    reads again, up to a second) looks at each notice once, not once per wake-up: 300
+    notices about other proposals, arriving a few at a time, cost ~300 checks, not ~45,000."""
+    mine = pg_ledger.propose("t", "h", {"mine": True})
+    wanted = {"actions": {"approve"}, "subjects": {mine.proposal_id}}
+    page = pg_ledger.follow(pg_ledger.head(), 0, **wanted)
+    board = pg_ledger._get_board()
+    looked_at: list[int] = []
+    scan = board._scan
+
+    def counting_scan(since: int, interest: Any) -> tuple[bool, int]:
+        looked_at.append(max(0, board.mark() - since))
+        return scan(since, interest)
+
+    board._scan = counting_scan  # type: ignore[method-assign]
+    sent = 300
+
+    def others() -> None:
+        with psycopg.connect(
+            postgres_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
+        ) as writer:
+            for n in range(sent):
+                payload = notice_payload(10**6 + n, "propose", f"other-{n}")
+                writer.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))
+                time.sleep(0.002)
+
+    writer = threading.Thread(target=others)
+    writer.start()
+    wakeups = 0
+    while writer.is_alive() or board.mark() < sent:
+        page = pg_ledger.follow(page, 0.01, **wanted)
+        assert page.records == []
+        wakeups += 1
+        assert wakeups < 100_000
+    writer.join()
+    assert board.mark() >= sent
+    assert len(looked_at) > 50, "the notices came a few at a time"
+    assert sum(looked_at) <= 2 * sent
