@@ -367,6 +367,8 @@ class TransactionBase:
             return self._hot(statement, params)
         driver = self._driver_connection()
         try:
+            if self.dialect == "postgresql":  # with the transaction's BEGIN: one round trip
+                return self._read_together(driver, [(direct, params or {})], before_lock=True)[0]
             return direct.execute(driver, params)
         except sa.exc.DBAPIError as error:
             self._invalidate_if_lost(error)

@@ -282,3 +282,30 @@ def test_a_call_whose_read_went_stale_reports_its_trace_once(
     stored = ledger.trace_events(agent_id="a", thread_id="t")
     assert [event.payload["proposal_id"] for event in stored] == [proposal.proposal_id]
     assert ledger.verify().ok
+
+
+def test_no_step_waits_a_round_trip_for_its_begin(
+    ledger: ApprovalLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """psycopg begins a transaction with its first statement: sent alone, the ``BEGIN`` is a
+    round trip of its own. Each step's first read goes in one pipeline with it."""
+    from psycopg._connection_base import BaseConnection
+
+    alone: list[bytes] = []
+    send = BaseConnection._exec_command
+
+    def spy(self: Any, command: Any, *args: Any, **kwargs: Any) -> Any:
+        if self._pipeline is None:
+            alone.append(bytes(command) if isinstance(command, bytes) else str(command).encode())
+        return send(self, command, *args, **kwargs)
+
+    proposal = ledger.propose("create_customer", "v1", {"name": "Ada"})
+    ledger.approve(proposal.proposal_id, "alice@example.com")
+    monkeypatch.setattr(BaseConnection, "_exec_command", spy)
+    other = ledger.propose("create_customer", "v1", {"name": "Grace"})
+    ledger.approve(other.proposal_id, "alice@example.com")
+    ledger.claim(other.proposal_id, other.args_hash, executor="w")
+    ledger.complete(other.proposal_id, "success", executor="w")
+    ledger.cancel(ledger.propose("create_customer", "v1", {"name": "Alan"}).proposal_id, "bob")
+    assert [command for command in alone if command.startswith(b"BEGIN")] == []
+    assert ledger.get(other.proposal_id).status is ProposalStatus.EXECUTED
