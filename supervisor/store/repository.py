@@ -538,10 +538,6 @@ class Repository:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.dialect = engine.dialect.name
-        if self.dialect == "postgresql":
-            from supervisor.store.direct_pg import keep_prepared_statements
-
-            keep_prepared_statements(engine)  # the write pipeline's prepared statements
 
     def write(
         self, *, audited: bool = True, late_lock: bool = False

@@ -367,37 +367,3 @@ def test_a_write_sent_with_the_chain_lock_reads_what_the_holder_committed(
     finally:
         ledger.close()
         engine.dispose()
-
-
-@pytest.mark.postgres
-def test_a_rolled_back_write_leaves_the_pipelines_prepared_statements_usable(
-    postgres_url: str,
-) -> None:
-    """The write pipeline prepares its statements on the connection once and then runs them
-    by name. psycopg's own rollback would drop every prepared statement of the session (its
-    ``DEALLOCATE ALL``), so a refused step (its transaction rolled back) must not leave the
-    next write on that connection naming statements that are gone. One pooled connection, so
-    every step runs on it."""
-    engine = sa.create_engine(postgres_url, pool_size=1, max_overflow=0)
-    ledger = ApprovalLedger(engine)
-    try:
-        for n in range(8):  # psycopg prepares its own statements after a few runs
-            proposal = ledger.propose("create_customer", "v1", {"n": n})
-            ledger.approve(proposal.proposal_id, "alice@example.com")
-        for n in range(3):
-            proposal = ledger.propose("create_customer", "v1", {"again": n})
-            ledger.approve(proposal.proposal_id, "alice@example.com")
-            with pytest.raises(ApprovalAlreadyDecided):  # refused: its transaction rolls back
-                ledger.approve(proposal.proposal_id, "bob@example.com")
-            ledger.claim(proposal.proposal_id, proposal.args_hash, executor="w")
-            ledger.complete(proposal.proposal_id, "success", executor="w")
-            assert ledger.get(proposal.proposal_id).status is ProposalStatus.EXECUTED
-        with engine.connect() as connection:
-            names = connection.execute(
-                sa.text("SELECT count(*) FROM pg_prepared_statements WHERE name LIKE '\\_sv\\_%'")
-            ).scalar_one()
-        assert 0 < names < 30  # prepared once each, not again after every rollback
-        assert ledger.verify().ok
-    finally:
-        ledger.close()
-        engine.dispose()
