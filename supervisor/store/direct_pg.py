@@ -85,7 +85,7 @@ class PgPipeline:
         sqlalchemy.exc.DBAPIError: Entering pipeline mode failed (wrapped).
     """
 
-    __slots__ = ("_driver", "_open", "_pipeline", "_sent")
+    __slots__ = ("_cursor", "_driver", "_open", "_pipeline")
 
     _checked: ClassVar[dict[str, str]] = {}
     """Each one-row write's SQL -> its :func:`_one_row_or_fail` form."""
@@ -98,7 +98,9 @@ class PgPipeline:
         except psycopg.Error as error:
             raise wrapped_error(error, "pipeline") from error
         self._open = True
-        self._sent: list[psycopg.Cursor[Any]] = []
+        self._cursor: psycopg.Cursor[Any] | None = None
+        """One cursor sends every statement: nobody reads their rows, and a cursor per
+        statement cost more Python than the statement's send."""
 
     def send(
         self, statement: PgDirectStatement, params: Mapping[str, Any] | None, *, one_row: bool
@@ -118,8 +120,9 @@ class PgPipeline:
             if checked is None:
                 checked = self._checked[sql] = _one_row_or_fail(sql)
             sql = checked
-        cursor = self._driver.cursor()
-        self._sent.append(cursor)
+        cursor = self._cursor
+        if cursor is None:
+            cursor = self._cursor = self._driver.cursor()
         try:
             cursor.execute(sql, values)
         except psycopg.errors.DivisionByZero:  # a one-row write missed (only they divide)
@@ -139,8 +142,9 @@ class PgPipeline:
         """
         try:
             if commit:
-                cursor = self._driver.cursor()
-                self._sent.append(cursor)
+                cursor = self._cursor
+                if cursor is None:
+                    cursor = self._cursor = self._driver.cursor()
                 cursor.execute("COMMIT")
             self._open = False
             self._pipeline.__exit__(None, None, None)
@@ -166,9 +170,9 @@ class PgPipeline:
         raise RowsNotMatched("a conditional UPDATE or a guard matched no row")
 
     def _close_cursors(self) -> None:
-        for cursor in self._sent:
+        cursor, self._cursor = self._cursor, None
+        if cursor is not None:
             cursor.close()
-        self._sent.clear()
 
 
 def _leave_quietly(pipeline: Any) -> None:
