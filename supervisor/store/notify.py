@@ -213,7 +213,11 @@ class PostgresListenProbe:
         deadline = time.monotonic() + timeout
         while not received:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not selector.select(remaining):
+            try:
+                ready = remaining > 0 and selector.select(remaining)
+            except (OSError, ValueError) as error:  # closed by close() from another thread
+                raise psycopg.OperationalError("the listening connection was closed") from error
+            if not ready:
                 return received
             pgconn.consume_input()  # raises if the connection is lost
             if pgconn.status != psycopg.pq.ConnStatus.OK:
@@ -231,7 +235,8 @@ class PostgresListenProbe:
         return received
 
     def close(self) -> None:
-        """Close the listening connection (a ``wait`` in another thread then fails and ends)."""
+        """Close the listening connection. A ``wait`` in another thread ends by its timeout
+        (or fails with ``LedgerUnavailable``), and a later one listens on a new connection."""
         self._drop()
 
 

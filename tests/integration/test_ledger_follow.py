@@ -181,8 +181,8 @@ def test_a_follower_checks_each_notice_once_however_long_it_keeps_its_page(
     reads again, up to a second) looks at each notice once, not once per wake-up: 300
     notices about other proposals, arriving a few at a time, cost ~300 checks, not ~45,000."""
     mine = pg_ledger.propose("t", "h", {"mine": True})
-    wanted = {"actions": {"approve"}, "subjects": {mine.proposal_id}}
-    page = pg_ledger.follow(pg_ledger.head(), 0, **wanted)
+    actions, subjects = {"approve"}, {mine.proposal_id}
+    page = pg_ledger.follow(pg_ledger.head(), 0, actions=actions, subjects=subjects)
     board = pg_ledger._get_board()
     looked_at: list[int] = []
     scan = board._scan
@@ -207,7 +207,7 @@ def test_a_follower_checks_each_notice_once_however_long_it_keeps_its_page(
     writer.start()
     wakeups = 0
     while writer.is_alive() or board.mark() < sent:
-        page = pg_ledger.follow(page, 0.01, **wanted)
+        page = pg_ledger.follow(page, 0.01, actions=actions, subjects=subjects)
         assert page.records == []
         wakeups += 1
         assert wakeups < 100_000
