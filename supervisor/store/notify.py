@@ -205,10 +205,10 @@ class PostgresListenProbe:
         """
         import psycopg
 
-        connection = self._connection
+        connection, selector = self._connection, self._selector
+        if connection is None or selector is None:  # close() from another thread, just now
+            raise psycopg.OperationalError("the listening connection was closed")
         pgconn = connection.pgconn
-        selector = self._selector
-        assert selector is not None
         received, self._backlog = self._backlog + self._parsed(pgconn, connection), []
         deadline = time.monotonic() + timeout
         while not received:
