@@ -37,13 +37,13 @@ def follow(url: str, seconds: float, quiet: bool) -> dict[str, float]:
     """One follower: follow approvals of one proposal for ``seconds``; CPU and notices heard.
 
     ``quiet``: listen on a channel nobody notifies (the wait loop's own cost)."""
+    from supervisor.store.notify import ChangeBoard
     from supervisor.store.provider import SQLModelProvider
-    from supervisor.store.repository import Repository
 
-    if quiet:
-        Repository.change_probe.__defaults__ = ("bench_follow_quiet",)
     provider = SQLModelProvider(url)
     ledger = provider.ledger
+    if quiet:  # the process's change board listens where nobody notifies
+        ledger._board = ChangeBoard(ledger.repository.change_probe("bench_follow_quiet"))
     page: Any = ledger.head()
     ledger.follow(page, 0, actions=("approve",), subjects=("mine",))  # opens the listener
     board = ledger._get_board()

@@ -143,6 +143,7 @@ class PostgresListenProbe:
         self._connection: Any = None
         self._selector: selectors.BaseSelector | None = None
         self._backlog: list[Notice] = []
+        self._encoding = "utf-8"
         self._connect()
 
     def _connect(self) -> None:
@@ -161,6 +162,7 @@ class PostgresListenProbe:
         selector = selectors.DefaultSelector()
         selector.register(connection.pgconn.socket, selectors.EVENT_READ)
         self._connection, self._selector = connection, selector
+        self._encoding = connection.info.encoding
 
     def _drop(self) -> None:
         connection, self._connection = self._connection, None
@@ -209,7 +211,7 @@ class PostgresListenProbe:
         if connection is None or selector is None:  # close() from another thread, just now
             raise psycopg.OperationalError("the listening connection was closed")
         pgconn = connection.pgconn
-        received, self._backlog = self._backlog + self._parsed(pgconn, connection), []
+        received, self._backlog = self._backlog + self._parsed(pgconn), []
         deadline = time.monotonic() + timeout
         while not received:
             remaining = deadline - time.monotonic()
@@ -222,16 +224,14 @@ class PostgresListenProbe:
             pgconn.consume_input()  # raises if the connection is lost
             if pgconn.status != psycopg.pq.ConnStatus.OK:
                 raise psycopg.OperationalError("the listening connection was lost")
-            received = self._parsed(pgconn, connection)
+            received = self._parsed(pgconn)
         return received
 
-    @staticmethod
-    def _parsed(pgconn: Any, connection: Any) -> list[Notice]:
+    def _parsed(self, pgconn: Any) -> list[Notice]:
         """The notifications libpq has already read, in the order they came."""
         received: list[Notice] = []
-        encoding = connection.info.encoding
         while (notify := pgconn.notifies()) is not None:
-            received.append(parse_notice(notify.extra.decode(encoding)))
+            received.append(parse_notice(notify.extra.decode(self._encoding)))
         return received
 
     def close(self) -> None:
