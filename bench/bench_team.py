@@ -217,6 +217,8 @@ def role(
                 proposal = ledger.get(subject)
                 execute(subject, proposal.args_hash, record.at)
     cpu = time.process_time() - cpu_began
+    board = ledger._board  # notices this process was sent (its change board's position)
+    count(f"notices_heard:{kind}", 0 if board is None else board.mark())
     provider.close()
     print(json.dumps(
         {"role": name, "samples": samples, "counts": counts, "proposed": n, "cpu_s": cpu}

@@ -28,7 +28,7 @@ from supervisor.ledger.verify import (
     LedgerReport,
     verify_ledger,
 )
-from supervisor.store.notify import ChangeBoard, Interest
+from supervisor.store.notify import ALL_CHANNELS, CHANNEL, ChangeBoard, Interest, channels_for
 from supervisor.store.repository import LedgerTx
 
 FALLBACK_POLL_S = 1.0
@@ -114,7 +114,8 @@ class FeedMixin(LedgerBase):
     def _get_board(self) -> ChangeBoard:
         with _BOARD_LOCK:
             if self._board is None:
-                self._board = ChangeBoard(self.repository.change_probe())
+                # The board adds the channels its followers need as they first wait.
+                self._board = ChangeBoard(self.repository.change_probe(CHANNEL))
             return self._board
 
     def wait_for_change(self, cursor: int, timeout: float, limit: int = 500) -> list[AuditRecord]:
@@ -181,6 +182,7 @@ class FeedMixin(LedgerBase):
             )
 
         wanted = (wanted_actions, wanted_subjects)
+        channels = channels_for(wanted_actions)
         deadline = time.monotonic() + max(timeout, 0.0)
         page = after if isinstance(after, FeedPage) else FeedPage(records=[], cursor=after)
         while True:
@@ -192,7 +194,7 @@ class FeedMixin(LedgerBase):
                 # only the notices not yet checked for this interest.
                 since = page.checked if _matches_less(wanted, page.checked_for) else page.mark
                 matched, since = self._watch_board(since, max(0.0, min(remaining, fresh_for)),
-                                                   interest)  # fmt: skip
+                                                   interest, channels)  # fmt: skip
                 if matched is False:
                     page = FeedPage(records=[], cursor=page.cursor, mark=page.mark,
                                     read_at=page.read_at, caught_up=True, checked=since,
@@ -256,12 +258,17 @@ class FeedMixin(LedgerBase):
         return self._watch_board(mark, timeout, interest)[0]
 
     def _watch_board(
-        self, mark: int, timeout: float, interest: Interest | None = None
+        self,
+        mark: int,
+        timeout: float,
+        interest: Interest | None = None,
+        channels: frozenset[str] = ALL_CHANNELS,
     ) -> tuple[bool | None, int]:
         """:meth:`_wait_on_board`, with the position the board was checked through
-        (:meth:`ChangeBoard.watch`)."""
+        (:meth:`ChangeBoard.watch`); ``channels``: where the notices ``interest`` may match are
+        sent."""
         try:
-            return self._get_board().watch(mark, timeout, interest)
+            return self._get_board().watch(mark, timeout, interest, channels)
         except (LedgerBusy, LedgerUnavailable):
             return None, mark
 

@@ -49,6 +49,7 @@ from supervisor.ledger.policy_versions import PolicyMixin
 from supervisor.ledger.reconcile import ReconcileMixin
 from supervisor.ledger.registry import RegistryServiceMixin
 from supervisor.ledger.runs import RunsServiceMixin
+from supervisor.ledger.trail import PENDING_CHANGES
 from supervisor.ledger.webhooks import WebhookServiceMixin
 from supervisor.outcomes.blobref import BlobRef
 from supervisor.rules.grants import check_patterns
@@ -271,11 +272,13 @@ class ApprovalLedger(
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return proposal
-            # Only records about the live end wake this wait (writes to other proposals do
-            # not); anything missed is re-read within the second.
+            # Only what ends or re-times the live end wakes this wait (writes to other
+            # proposals, and their claims and completions, are not even sent to it); anything
+            # missed is re-read within the second.
             cursor = self.follow(
-                cursor, min(remaining, 1.0), subjects=(proposal.proposal_id,)
-            ).cursor
+                cursor, min(remaining, 1.0), actions=PENDING_CHANGES,
+                subjects=(proposal.proposal_id,),
+            ).cursor  # fmt: skip
 
     def stored_result(self, proposal_id: str) -> bytes | None:
         """What a claimed call returned, as recorded with its execution (the result blob), or

@@ -49,6 +49,12 @@ PROPOSAL_ACTIONS = frozenset(
     | set(_EXECUTION_STEPS)
 )
 """Every action the ledger writes about one proposal (its subject is the proposal id)."""
+PENDING_CHANGES = frozenset(
+    {action for action, (before, _) in _DECISIONS.items() if before is _S.PENDING}
+    | {"expire", "extend"}
+)
+"""The actions that end a pending proposal or move its expiry: what a waiter for its decision
+follows (a quorum's ``approve_vote`` leaves it pending)."""
 
 
 def _text(value: Any) -> str | None:

@@ -23,7 +23,7 @@ from supervisor.canonical import canonical_json
 from supervisor.ledger.audit import GENESIS_HASH, chain_hash_json, chained_text
 from supervisor.ledger.models import AuditRecord
 from supervisor.store.convert import audit_from_row, audit_to_values
-from supervisor.store.notify import CHANNEL, notice_payload
+from supervisor.store.notify import notice_channel, notice_payload
 from supervisor.store.tables import AuditRow
 from supervisor.store.transaction import TransactionBase
 
@@ -38,16 +38,17 @@ SELECT_SUBJECT_AUDIT = (
 )
 _INSERT_AUDIT = sa.insert(_AUDIT)
 # PostgreSQL: a batch of audit records from one JSON array (one parameter: psycopg would
-# quote text arrays element by element in Python), and one NOTIFY per record in seq order, in
-# one statement (a data-modifying CTE runs to completion unreferenced).
+# quote text arrays element by element in Python), and one NOTIFY per record in seq order, each
+# on its action's channel, in one statement (a data-modifying CTE runs to completion
+# unreferenced).
 _INSERT_AUDITS_NOTIFY = sa.text(
     "WITH appended AS (INSERT INTO audit"
     " (seq, at, actor, action, subject, payload_json, prev_hash, hash)"
     " SELECT seq, at, actor, action, subject, payload_json, prev_hash, hash"
     " FROM json_to_recordset(CAST(:rows AS json)) AS r(seq bigint, at timestamptz,"
     " actor text, action text, subject text, payload_json text, prev_hash text, hash text))"
-    " SELECT pg_notify(:channel, p.payload)"
-    " FROM json_array_elements_text(CAST(:payloads AS json)) WITH ORDINALITY AS p(payload, n)"
+    " SELECT pg_notify(p.notice->>0, p.notice->>1)"
+    " FROM json_array_elements(CAST(:notices AS json)) WITH ORDINALITY AS p(notice, n)"
     " ORDER BY p.n"
 )
 # PostgreSQL: the audit INSERT and its NOTIFY in one statement (a data-modifying CTE).
@@ -114,7 +115,7 @@ class AuditLog(TransactionBase):
             AuditEntry(at, actor, action, subject, payload), self._head()
         )
         if self.dialect == "postgresql":
-            values["n_channel"] = CHANNEL
+            values["n_channel"] = notice_channel(action)
             values["n_payload"] = notice_payload(record.seq, action, subject)
             self._hot(_INSERT_AUDIT_NOTIFY, values, send=True)
         else:
@@ -135,7 +136,7 @@ class AuditLog(TransactionBase):
         params = {
             "genesis": GENESIS_HASH, "at": at, "actor": actor, "action": action,
             "subject": subject, "payload_json": payload_json, "head": head.encode(),
-            "tail": tail.encode(), "channel": CHANNEL,
+            "tail": tail.encode(), "channel": notice_channel(action),
             # notice_payload's form for any seq: "[seq," + the rest, or "[seq]" if too long
             "notice_tail": notice.removeprefix(f"[{_LONGEST_SEQ}") if "," in notice else "]",
         }  # fmt: skip
@@ -160,8 +161,11 @@ class AuditLog(TransactionBase):
         if self.dialect == "postgresql":
             for row in rows:
                 row["at"] = row["at"].astimezone(UTC).isoformat()
-            notices = [notice_payload(r.seq, r.action, r.subject) for r in records]
-            batch = {"rows": json.dumps(rows), "channel": CHANNEL, "payloads": json.dumps(notices)}
+            notices = [
+                (notice_channel(r.action), notice_payload(r.seq, r.action, r.subject))
+                for r in records
+            ]
+            batch = {"rows": json.dumps(rows), "notices": json.dumps(notices)}
             self._execute(_INSERT_AUDITS_NOTIFY, batch)
         else:
             self._execute(_INSERT_AUDIT, rows)

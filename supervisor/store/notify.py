@@ -15,16 +15,26 @@ about a few subjects or actions (a waiter for one proposal's decision) can skip 
 for everything else: :class:`ChangeBoard` shares one probe between a process's threads and
 lets each wait for the notices it cares about. SQLite's probe cannot say what changed, so
 there every change matches.
+
+Each proposal action's notices also go to a channel of their own (:func:`notice_channel`), so
+a process whose followers care about a few actions (an approver about proposals, a waiter for
+a decision about decisions) is not even sent the others: on a busy team ledger most notices
+are other actions, and hearing one costs a follower a wake-up. The board listens on what its
+followers need (:func:`channels_for`), always with :data:`CHANNEL`, which carries every other
+action.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
 import selectors
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
 from typing import Any, Protocol
 
 from sqlalchemy.engine import Engine
@@ -32,7 +42,13 @@ from sqlalchemy.engine import Engine
 from supervisor.store.errors import classify_driver_error
 
 CHANNEL = "supervisor_ledger"
-"""Audited writes notify this channel, once per audit record (:func:`notice_payload`)."""
+"""Audited writes of actions not in :data:`ROUTED_ACTIONS` notify this channel, once per audit
+record (:func:`notice_payload`); every board listens on it."""
+ROUTED_ACTIONS = frozenset({
+    "propose", "approve", "approve_vote", "reject", "cancel", "revoke", "edit", "extend",
+    "expire", "claim", "claim_refused", "complete", "fail", "needs_reconciliation", "reconcile",
+})  # fmt: skip
+"""The proposal actions whose notices go to a channel of their own (:func:`notice_channel`)."""
 TRACE_CHANNEL = "supervisor_trace"
 """Transactions that append trace events notify this channel (live tails wake on it)."""
 SQLITE_POLL_S = 0.02
@@ -44,6 +60,26 @@ Notice = tuple[str, str] | None
 """What a notification names: ``(action, subject)``, or ``None`` when it could be anything."""
 Interest = Callable[[str, str], bool]
 """``interest(action, subject)``: whether a notice about that record should end a wait."""
+
+
+def notice_channel(action: str) -> str:
+    """The channel a record with this action notifies: ``supervisor_ledger_<action>`` for the
+    :data:`ROUTED_ACTIONS`, :data:`CHANNEL` for any other."""
+    return f"{CHANNEL}_{action}" if action in ROUTED_ACTIONS else CHANNEL
+
+
+ALL_CHANNELS = frozenset({CHANNEL} | {notice_channel(action) for action in ROUTED_ACTIONS})
+"""Every channel an audited write may notify."""
+
+
+def channels_for(actions: Collection[str] | None) -> frozenset[str]:
+    """The channels that carry every notice about ``actions`` (``None``: any action).
+
+    :data:`CHANNEL` is always among them: it carries the actions that have no channel of their
+    own, and whatever a writer of an earlier version sends."""
+    if actions is None:
+        return ALL_CHANNELS
+    return frozenset({CHANNEL} | {notice_channel(action) for action in actions})
 
 
 def notice_payload(seq: int, action: str, subject: str) -> str:
@@ -74,7 +110,20 @@ class ChangeProbe(Protocol):
         ...
 
     def notices(self, timeout: float) -> list[Notice]:
-        """Like :meth:`wait`, but say what changed: every notice received (empty on timeout)."""
+        """Like :meth:`wait`, but say what changed: every notice received (empty on timeout or
+        :meth:`wake`)."""
+        ...
+
+    def hears(self, channels: frozenset[str]) -> bool:
+        """Whether every notice sent to ``channels`` reaches this probe."""
+        ...
+
+    def listen(self, channels: Collection[str]) -> None:
+        """Hear ``channels`` too from now on (what was sent to them before is not heard)."""
+        ...
+
+    def wake(self) -> None:
+        """End a :meth:`notices` running in another thread now (it returns what it has)."""
         ...
 
     def close(self) -> None:
@@ -121,6 +170,16 @@ class SqliteDataVersionProbe:
         """One notice naming no record when the data version moved (SQLite cannot say more)."""
         return [None] if self.wait(timeout) else []
 
+    def hears(self, channels: frozenset[str]) -> bool:
+        """Always: every commit moves the data version."""
+        return True
+
+    def listen(self, channels: Collection[str]) -> None:
+        """Nothing to do: SQLite has no channels."""
+
+    def wake(self) -> None:
+        """Nothing to do: a wait polls every 20 ms."""
+
     def close(self) -> None:
         """Return the connection to the pool."""
         self._connection.close()
@@ -133,15 +192,22 @@ class PostgresListenProbe:
     ``notifies``), not through psycopg's ``Connection.notifies`` generator: a follower on a
     busy team ledger hears every audited write of every process, hundreds a second, and the
     generator's Python per notification cost several times what the follower then does with
-    it. Nothing else runs on this connection after its ``LISTEN``.
+    it. Nothing else runs on this connection but its ``LISTEN`` statements.
+
+    A pipe of its own, watched with the socket, lets :meth:`wake` and :meth:`close` end a wait
+    running in another thread at once.
     """
 
-    def __init__(self, engine: Engine, channel: str = CHANNEL) -> None:
+    def __init__(self, engine: Engine, channels: str | Collection[str] = CHANNEL) -> None:
         self._dsn = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-        self._channel = channel
+        self._channels = frozenset([channels] if isinstance(channels, str) else channels)
+        for channel in self._channels:
+            _check_channel(channel)
         self._lock = threading.Lock()
+        self._pipe_lock = threading.Lock()
         self._connection: Any = None
         self._selector: selectors.BaseSelector | None = None
+        self._pipe: tuple[int, int] | None = None
         self._backlog: list[Notice] = []
         self._encoding = "utf-8"
         self._connect()
@@ -152,25 +218,79 @@ class PostgresListenProbe:
         connection = None
         try:
             connection = psycopg.connect(self._dsn, autocommit=True, connect_timeout=10)
-            connection.execute(f"LISTEN {self._channel}")
+            connection.execute(_listen_statement(self._channels))
         except psycopg.Error as error:
             if connection is not None:
                 connection.close()
             raise classify_driver_error(error) from error
         # What psycopg itself read while running the LISTEN, before this probe reads libpq.
-        self._backlog = [parse_notice(n.payload) for n in connection.notifies(timeout=0)]
+        self._backlog = self._drained(connection)
         selector = selectors.DefaultSelector()
         selector.register(connection.pgconn.socket, selectors.EVENT_READ)
+        pipe = os.pipe()
+        for end in pipe:
+            os.set_blocking(end, False)
+        selector.register(pipe[0], selectors.EVENT_READ)
+        with self._pipe_lock:
+            self._pipe = pipe
         self._connection, self._selector = connection, selector
         self._encoding = connection.info.encoding
+
+    @staticmethod
+    def _drained(connection: Any) -> list[Notice]:
+        """What psycopg read itself while running a statement on ``connection``."""
+        return [parse_notice(n.payload) for n in connection.notifies(timeout=0)]
 
     def _drop(self) -> None:
         connection, self._connection = self._connection, None
         selector, self._selector = self._selector, None
+        with self._pipe_lock:
+            pipe, self._pipe = self._pipe, None
         if selector is not None:
             selector.close()
+        if pipe is not None:
+            for end in pipe:
+                os.close(end)
         if connection is not None:
             connection.close()
+
+    def hears(self, channels: frozenset[str]) -> bool:
+        """Whether this probe listens on every one of ``channels``."""
+        return channels <= self._channels
+
+    def listen(self, channels: Collection[str]) -> None:
+        """``LISTEN`` on ``channels`` too (on a lost connection: when it is made again).
+
+        Raises:
+            ValueError: A channel's name is not a lowercase identifier.
+            LedgerUnavailable: The server cannot be reached (the next call reconnects).
+        """
+        import psycopg
+
+        new = frozenset(channels) - self._channels
+        for channel in new:
+            _check_channel(channel)
+        if not new:
+            return
+        with self._taken():
+            connection = self._connection
+            if connection is not None and not connection.closed:
+                try:
+                    connection.execute(_listen_statement(new))
+                except psycopg.Error as error:
+                    self._drop()
+                    raise classify_driver_error(error) from error
+                self._backlog += self._drained(connection)
+            self._channels |= new
+
+    def wake(self) -> None:
+        """End a :meth:`notices` running in another thread now; it returns what it has."""
+        with self._pipe_lock:
+            if self._pipe is not None:
+                try:
+                    os.write(self._pipe[1], b"\0")
+                except BlockingIOError:  # full: a wake-up is pending already
+                    pass
 
     def wait(self, timeout: float) -> bool:
         """Wait for one notification or ``timeout`` seconds; drain any others queued.
@@ -208,7 +328,7 @@ class PostgresListenProbe:
         import psycopg
 
         connection, selector = self._connection, self._selector
-        if connection is None or selector is None:  # close() from another thread, just now
+        if connection is None or selector is None:  # only notices() calls this, connected
             raise psycopg.OperationalError("the listening connection was closed")
         pgconn = connection.pgconn
         received, self._backlog = self._backlog + self._parsed(pgconn), []
@@ -217,10 +337,13 @@ class PostgresListenProbe:
             remaining = deadline - time.monotonic()
             try:
                 ready = remaining > 0 and selector.select(remaining)
-            except (OSError, ValueError) as error:  # closed by close() from another thread
-                raise psycopg.OperationalError("the listening connection was closed") from error
+            except OSError as error:
+                raise psycopg.OperationalError("the listening connection failed") from error
             if not ready:
                 return received
+            if any(key.fileobj != pgconn.socket for key, _ in ready):
+                self._woken()  # wake() from another thread: give the connection up now
+                return received + self._parsed(pgconn)
             pgconn.consume_input()  # raises if the connection is lost
             if pgconn.status != psycopg.pq.ConnStatus.OK:
                 raise psycopg.OperationalError("the listening connection was lost")
@@ -234,16 +357,54 @@ class PostgresListenProbe:
             received.append(parse_notice(notify.extra.decode(self._encoding)))
         return received
 
+    def _woken(self) -> None:
+        """Empty the wake-up pipe (:meth:`wake`)."""
+        with self._pipe_lock:
+            if self._pipe is not None:
+                try:
+                    while os.read(self._pipe[0], 512):
+                        pass
+                except BlockingIOError:
+                    pass
+
+    @contextlib.contextmanager
+    def _taken(self) -> Iterator[None]:
+        """The connection's lock, taken at once: a wait running in another thread is woken to
+        give it up. (Closing the socket or the pipe under a running ``epoll`` wait would not
+        end it: the closed descriptor's wake-up is dropped and the wait sleeps on.)"""
+        if not self._lock.acquire(blocking=False):
+            self.wake()
+            self._lock.acquire()
+        try:
+            yield
+        finally:
+            self._lock.release()
+
     def close(self) -> None:
-        """Close the listening connection. A ``wait`` in another thread ends by its timeout
-        (or fails with ``LedgerUnavailable``), and a later one listens on a new connection."""
-        self._drop()
+        """Close the listening connection. A ``wait`` in another thread ends at once (with
+        what it has), and a later one listens on a new connection."""
+        with self._taken():
+            self._drop()
 
 
-def open_probe(engine: Engine, channel: str = CHANNEL) -> ChangeProbe:
-    """The probe that suits ``engine``'s dialect (``channel``: what a PostgreSQL probe hears)."""
+_CHANNEL_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def _check_channel(channel: str) -> None:
+    if not _CHANNEL_NAME.fullmatch(channel):
+        raise ValueError(f"channel name {channel!r} is not a lowercase identifier")
+
+
+def _listen_statement(channels: Collection[str]) -> str:
+    """``LISTEN`` on each of ``channels`` (checked names), as one simple query."""
+    return "; ".join(f"LISTEN {channel}" for channel in sorted(channels))
+
+
+def open_probe(engine: Engine, channels: str | Collection[str] = ALL_CHANNELS) -> ChangeProbe:
+    """The probe that suits ``engine``'s dialect (``channels``: what a PostgreSQL probe hears,
+    every audited write by default)."""
     if engine.dialect.name == "postgresql":
-        return PostgresListenProbe(engine, channel)
+        return PostgresListenProbe(engine, channels)
     return SqliteDataVersionProbe(engine)
 
 
@@ -256,6 +417,10 @@ class ChangeBoard:
     so a follower of one proposal is not woken by writes to others, and no thread holds the
     connection while another's notice goes unseen. Take the mark *before* reading the feed:
     a change committed after the read is then posted after the mark.
+
+    The probe listens on the channels its waiters need (:func:`channels_for`), added as they
+    are first asked for. Notices sent to a channel before its ``LISTEN`` are not heard, so once
+    one is added the board posts a notice that matches every interest: whoever waits re-reads.
     """
 
     def __init__(self, probe: ChangeProbe) -> None:
@@ -264,15 +429,24 @@ class ChangeBoard:
         self._posted = 0
         self._board: deque[tuple[int, Notice]] = deque(maxlen=_BOARD_SIZE)
         self._reading = False
+        self._wanted: frozenset[str] = frozenset()
+        """Channels a waiter needs that the probe does not listen on yet."""
 
     def mark(self) -> int:
         """The board's position now; pass it to :meth:`wait`."""
         with self._changed:
             return self._posted
 
-    def wait(self, since: int, timeout: float, interest: Interest | None = None) -> bool:
+    def wait(
+        self,
+        since: int,
+        timeout: float,
+        interest: Interest | None = None,
+        channels: frozenset[str] = ALL_CHANNELS,
+    ) -> bool:
         """Wait until a notice posted after ``since`` matches ``interest`` (any notice when
-        ``None``), or ``timeout`` seconds pass.
+        ``None``), or ``timeout`` seconds pass. ``channels``: where every notice ``interest``
+        may match is sent (:func:`channels_for`).
 
         Returns:
             ``True`` if a matching notice came (re-read the feed), ``False`` on timeout.
@@ -280,10 +454,14 @@ class ChangeBoard:
         Raises:
             LedgerUnavailable: The probe's server cannot be reached.
         """
-        return self.watch(since, timeout, interest)[0]
+        return self.watch(since, timeout, interest, channels)[0]
 
     def watch(
-        self, since: int, timeout: float, interest: Interest | None = None
+        self,
+        since: int,
+        timeout: float,
+        interest: Interest | None = None,
+        channels: frozenset[str] = ALL_CHANNELS,
     ) -> tuple[bool, int]:
         """:meth:`wait`, also saying how far the board was checked: with ``False``, the
         position through which no notice after ``since`` matched ``interest``. A later wait
@@ -298,6 +476,10 @@ class ChangeBoard:
         deadline = time.monotonic() + max(timeout, 0.0)
         while True:
             with self._changed:
+                if not self.probe.hears(channels) and not channels <= self._wanted:
+                    self._wanted |= channels
+                    if self._reading:
+                        self.probe.wake()  # the reader comes back to add the channels
                 matched, since = self._scan(since, interest)
                 if matched:
                     return True, since
@@ -308,9 +490,13 @@ class ChangeBoard:
                     self._changed.wait(remaining)
                     continue
                 self._reading = True
+                wanted, self._wanted = self._wanted, frozenset()
             notices: list[Notice] = []
             try:
-                notices = self.probe.notices(remaining)
+                if wanted and not self.probe.hears(wanted):
+                    self.probe.listen(wanted)
+                    notices.append(None)  # sent before the LISTEN, unheard: everyone re-reads
+                notices += self.probe.notices(remaining)
             finally:
                 with self._changed:
                     self._reading = False

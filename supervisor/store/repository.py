@@ -11,7 +11,7 @@ connection directly, and on PostgreSQL a step's writes go in one pipeline
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -48,7 +48,7 @@ from supervisor.store.grants import LIVE_GRANT_PROBE, NO_LIVE_GRANT_GUARD, Grant
 from supervisor.store.ids import IdsMixin
 from supervisor.store.leases import LeasesMixin
 from supervisor.store.notify import (
-    CHANNEL,
+    ALL_CHANNELS,
     TRACE_CHANNEL,
     ChangeProbe,
     open_probe,
@@ -628,13 +628,14 @@ class Repository:
                 finally:
                     tx._close(flush=False)
 
-    def change_probe(self, channel: str = CHANNEL) -> ChangeProbe:
+    def change_probe(self, channels: str | Collection[str] = ALL_CHANNELS) -> ChangeProbe:
         """A dedicated connection that tells when other connections committed.
 
         Args:
-            channel: On PostgreSQL, what to listen for: audited writes (:data:`CHANNEL`, the
-                default) or trace appends (:data:`TRACE_CHANNEL`). SQLite's probe sees every
-                commit either way.
+            channels: On PostgreSQL, what to listen for: every audited write
+                (:data:`ALL_CHANNELS`, the default), some actions' (:func:`channels_for`), or
+                trace appends (:data:`TRACE_CHANNEL`). SQLite's probe sees every commit either
+                way.
         """
         with translate_errors():
-            return open_probe(self.engine, channel)
+            return open_probe(self.engine, channels)

@@ -20,7 +20,13 @@ import pytest
 from support.ledgers import open_ledger
 
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.store.notify import CHANNEL, ChangeBoard, notice_payload
+from supervisor.store.notify import (
+    ALL_CHANNELS,
+    CHANNEL,
+    ChangeBoard,
+    notice_channel,
+    notice_payload,
+)
 
 _WRITER = """
 import sys
@@ -88,11 +94,12 @@ def test_notify_names_the_audit_record(postgres_url: str, pg_ledger: ApprovalLed
     with psycopg.connect(
         postgres_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
     ) as listener:
-        listener.execute(f"LISTEN {CHANNEL}")
+        for channel in sorted(ALL_CHANNELS):
+            listener.execute(f"LISTEN {channel}")
         proposal = pg_ledger.propose("t", "h", {"a": 1})
-        payloads = [n.payload for n in listener.notifies(timeout=10, stop_after=1)]
-    assert [json.loads(p) for p in payloads] == [
-        [pg_ledger.head(), "propose", proposal.proposal_id]
+        heard = [(n.channel, n.payload) for n in listener.notifies(timeout=10, stop_after=1)]
+    assert [(channel, json.loads(p)) for channel, p in heard] == [
+        ("supervisor_ledger_propose", [pg_ledger.head(), "propose", proposal.proposal_id])
     ]
 
 
@@ -165,12 +172,14 @@ def test_a_sweep_notifies_each_expired_proposal_in_order(
     with psycopg.connect(
         postgres_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
     ) as listener:
-        listener.execute(f"LISTEN {CHANNEL}")
+        for channel in sorted(ALL_CHANNELS):
+            listener.execute(f"LISTEN {channel}")
         expired = pg_ledger.expire_due()
-        payloads = [n.payload for n in listener.notifies(timeout=10, stop_after=30)]
+        heard = [(n.channel, n.payload) for n in listener.notifies(timeout=10, stop_after=30)]
     assert sorted(expired) == sorted(ids)
-    assert [json.loads(p) for p in payloads] == [
-        [head + n + 1, "expire", subject] for n, subject in enumerate(expired)
+    assert [(channel, json.loads(p)) for channel, p in heard] == [
+        (notice_channel("expire"), [head + n + 1, "expire", subject])
+        for n, subject in enumerate(expired)
     ]
 
 
@@ -215,3 +224,103 @@ def test_a_follower_checks_each_notice_once_however_long_it_keeps_its_page(
     assert board.mark() >= sent
     assert len(looked_at) > 50, "the notices came a few at a time"
     assert sum(looked_at) <= 2 * sent
+
+
+def _cycle(writer: ApprovalLedger, n: int) -> str:
+    """One proposal through propose, approve, claim and complete; its id."""
+    proposal = writer.propose("t", "h", {"cycle": n})
+    writer.approve(proposal.proposal_id, "bob@example.com")
+    writer.claim(proposal.proposal_id, proposal.args_hash, executor="worker")
+    writer.complete(proposal.proposal_id, "success", executor="worker")
+    return proposal.proposal_id
+
+
+def test_a_follower_of_some_actions_is_sent_only_theirs(
+    postgres_url: str, pg_ledger: ApprovalLedger
+) -> None:
+    """Each proposal action notifies a channel of its own, and a process's board listens only
+    where its followers need: a follower of approvals is not even sent the proposes, claims
+    and completions of a busy team (each would cost it a wake-up), yet hears every approval."""
+    from supervisor.store.provider import SQLModelProvider
+
+    page = pg_ledger.follow(pg_ledger.head(), 0.05, actions={"approve"})  # opens the board
+    board = pg_ledger._get_board()
+    heard: list[Any] = []
+    notices = board.probe.notices
+
+    def recording(timeout: float) -> list[Any]:
+        received = notices(timeout)
+        heard.extend(received)
+        return received
+
+    board.probe.notices = recording  # type: ignore[method-assign]
+    with SQLModelProvider(postgres_url) as provider:
+        ids = [_cycle(provider.ledger, n) for n in range(5)]
+    approved: list[str] = []
+    deadline = time.monotonic() + 30
+    while len(approved) < len(ids) and time.monotonic() < deadline:
+        page = pg_ledger.follow(page, 5, actions={"approve"})
+        approved += [record.subject for record in page.records]
+    assert approved == ids
+    named = [notice for notice in heard if notice is not None]
+    assert named, "the approvals' notices reached the follower"
+    assert {action for action, _ in named} == {"approve"}
+
+
+def test_a_follower_that_widens_its_interest_misses_nothing(
+    postgres_url: str, pg_ledger: ApprovalLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A board adds a channel when a follower first needs it. Notices sent to it before its
+    LISTEN are lost, so the board tells every waiter to re-read once it listens; and a thread
+    already blocked reading the probe is woken to add it. With the feed's one-second re-read
+    pushed out of reach, a completion committed before the wait is still found at once."""
+    from supervisor.ledger import feed
+    from supervisor.store.provider import SQLModelProvider
+
+    monkeypatch.setattr(feed, "FALLBACK_POLL_S", 120.0)
+    pg_ledger.follow(pg_ledger.head(), 0.05, actions={"reject"})  # listens for rejections
+    board = pg_ledger._get_board()
+    reader = threading.Thread(
+        target=pg_ledger.follow, args=(pg_ledger.head(), 60), kwargs={"actions": {"reject"}}
+    )
+    reader.start()  # nobody rejects: it blocks reading the probe
+    deadline = time.monotonic() + 30
+    while not board._reading and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert board._reading
+    page = pg_ledger.follow(pg_ledger.head(), 0, actions={"complete"})
+    with SQLModelProvider(postgres_url) as provider:
+        done = _cycle(provider.ledger, 0)  # its completion's channel is not listened on yet
+        page = pg_ledger.follow(page, 20, actions={"complete"})
+        assert [(r.action, r.subject) for r in page.records] == [("complete", done)]
+        ended = provider.ledger.propose("t", "h", {"end": True})
+        provider.ledger.reject(ended.proposal_id, "bob@example.com")  # what the reader waits for
+    reader.join(30)
+    assert not reader.is_alive()
+
+
+@pytest.mark.parametrize("pause", [0.0, 0.01, 0.05, 0.2])
+def test_closing_a_probe_ends_a_wait_in_another_thread(
+    pg_ledger: ApprovalLedger, pause: float
+) -> None:
+    """``close`` wakes a wait running in another thread and closes the connection only once
+    the wait has given it up: a descriptor closed under a running ``epoll`` wait drops its
+    wake-up, and the wait would sleep on to its timeout. Then the next wait listens anew."""
+    probe = pg_ledger.repository.change_probe()
+
+    def wait(into: list[Any]) -> None:
+        into.append(probe.notices(60))
+
+    try:
+        for _ in range(5):
+            waited: list[Any] = []
+            waiter = threading.Thread(target=wait, args=(waited,))
+            waiter.start()
+            time.sleep(pause)
+            probe.close()
+            waiter.join(30)
+            assert not waiter.is_alive()
+            assert waited in ([[]], [[None]])  # woken, or it started after the close
+        assert probe.notices(0) == [None]  # listening again: what was sent meanwhile is lost
+    finally:
+        probe.close()

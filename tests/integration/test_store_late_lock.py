@@ -25,7 +25,7 @@ from supervisor.ledger.errors import ApproverNotAllowed
 from supervisor.ledger.models import ProposalStatus, TraceEvent
 from supervisor.ledger.policy import ApprovalPolicy
 from supervisor.ledger.service import ApprovalLedger
-from supervisor.store.notify import CHANNEL, notice_payload
+from supervisor.store.notify import ALL_CHANNELS, notice_channel, notice_payload
 from supervisor.store.repository import AUDIT_LOCK_KEY, RowsNotMatched
 
 pytestmark = pytest.mark.postgres
@@ -200,13 +200,15 @@ def test_records_the_server_chains_verify_and_name_themselves_in_their_notices(
     listener = psycopg.connect(ledger_url.replace("postgresql+psycopg", "postgresql"),
                                autocommit=True)  # fmt: skip
     try:
-        listener.execute(f"LISTEN {CHANNEL}")
+        for channel in sorted(ALL_CHANNELS):
+            listener.execute(f"LISTEN {channel}")
         ledger.approve(proposal.proposal_id, hostile[:60], reason=hostile)
         ledger.reject(other.proposal_id, "ops", reason=hostile)
         ledger.claim(proposal.proposal_id, compute_args_hash("refund", "h", arguments, None),
                      executor=hostile[:60])  # fmt: skip
         ledger.complete(proposal.proposal_id, result_ref=hostile, executor=hostile[:60])
-        heard = [notice.payload for notice in listener.notifies(timeout=1, stop_after=4)]
+        heard = [(notice.channel, notice.payload)
+                 for notice in listener.notifies(timeout=1, stop_after=4)]  # fmt: skip
     finally:
         listener.close()
     report = ledger.verify()
@@ -220,7 +222,8 @@ def test_records_the_server_chains_verify_and_name_themselves_in_their_notices(
         "approve", "claim", "complete", "reject"
     ]  # fmt: skip
     assert sorted(heard) == sorted(
-        notice_payload(record.seq, record.action, record.subject) for record in records
+        (notice_channel(record.action), notice_payload(record.seq, record.action, record.subject))
+        for record in records
     )
 
 
