@@ -275,7 +275,7 @@ class FeedMixin(LedgerBase):
     def close(self) -> None:
         """Release the change-feed connection (the engine is the caller's)."""
         if self._board is not None:
-            self._board.probe.close()
+            self._board.close()
             self._board = None
 
     def verify(

@@ -55,6 +55,10 @@ SQLITE_POLL_S = 0.02
 _MAX_PAYLOAD = 7000
 """PostgreSQL refuses NOTIFY payloads of 8000 bytes or more; longer notices name no record."""
 _BOARD_SIZE = 4096
+IDLE_RELEASE_S = 10.0
+"""A change board nobody has waited on for this long closes its listening connection (the next
+wait opens one again): PostgreSQL signals every listening connection of the database at each
+commit that notifies, so a process that stopped following should not stay among them."""
 
 Notice = tuple[str, str] | None
 """What a notification names: ``(action, subject)``, or ``None`` when it could be anything."""
@@ -126,6 +130,11 @@ class ChangeProbe(Protocol):
         """End a :meth:`notices` running in another thread now (it returns what it has)."""
         ...
 
+    def release(self) -> None:
+        """Give the dedicated connection up while nobody waits; the next wait takes one again
+        (and reports a possible change, as whatever was sent meanwhile was not heard)."""
+        ...
+
     def close(self) -> None:
         """Release the dedicated connection."""
         ...
@@ -179,6 +188,9 @@ class SqliteDataVersionProbe:
 
     def wake(self) -> None:
         """Nothing to do: a wait polls every 20 ms."""
+
+    def release(self) -> None:
+        """Nothing to do: polling a local file costs no server anything."""
 
     def close(self) -> None:
         """Return the connection to the pool."""
@@ -386,6 +398,11 @@ class PostgresListenProbe:
         with self._taken():
             self._drop()
 
+    def release(self) -> None:
+        """:meth:`close`: the next wait connects and listens again, and reports a possible
+        change."""
+        self.close()
+
 
 _CHANNEL_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -421,10 +438,17 @@ class ChangeBoard:
     The probe listens on the channels its waiters need (:func:`channels_for`), added as they
     are first asked for. Notices sent to a channel before its ``LISTEN`` are not heard, so once
     one is added the board posts a notice that matches every interest: whoever waits re-reads.
+    Once nobody has waited for ``idle_release_s`` seconds (:data:`IDLE_RELEASE_S` by default)
+    the probe gives its connection up (:meth:`ChangeProbe.release`); the next wait takes one
+    again, and re-reads.
     """
 
-    def __init__(self, probe: ChangeProbe) -> None:
+    def __init__(self, probe: ChangeProbe, idle_release_s: float | None = None) -> None:
         self.probe = probe
+        self._idle_release_s = IDLE_RELEASE_S if idle_release_s is None else idle_release_s
+        self._waiting = 0
+        self._left_at = 0.0
+        self._idle_timer: threading.Timer | None = None
         self._changed = threading.Condition()
         self._posted = 0
         self._board: deque[tuple[int, Notice]] = deque(maxlen=_BOARD_SIZE)
@@ -473,6 +497,51 @@ class ChangeBoard:
         Raises:
             LedgerUnavailable: The probe's server cannot be reached.
         """
+        with self._changed:
+            self._waiting += 1
+        try:
+            return self._watch(since, timeout, interest, channels)
+        finally:
+            with self._changed:
+                self._waiting -= 1
+                if not self._waiting:
+                    self._left_at = time.monotonic()
+                    self._release_later(self._idle_release_s)
+
+    def _release_later(self, delay: float) -> None:
+        """Check for idleness in ``delay`` seconds (the caller holds the board's lock)."""
+        if self._idle_timer is None and delay < float("inf"):
+            self._idle_timer = threading.Timer(delay, self._release_if_idle)
+            self._idle_timer.daemon = True
+            self._idle_timer.start()
+
+    def _release_if_idle(self) -> None:
+        """Give the probe's connection up if nobody has waited since the idle time began."""
+        with self._changed:
+            self._idle_timer = None
+            if self._waiting:
+                return  # the last of them to leave checks again
+            left_for = self._idle_release_s - (time.monotonic() - self._left_at)
+            if left_for > 0:
+                self._release_later(left_for)
+                return
+            try:
+                self.probe.release()
+            except Exception:  # on a timer thread: a failed close leaves nothing to give up
+                pass
+
+    def close(self) -> None:
+        """Close the probe for good (the idle check is cancelled)."""
+        with self._changed:
+            timer, self._idle_timer = self._idle_timer, None
+            self._idle_release_s = float("inf")
+        if timer is not None:
+            timer.cancel()
+        self.probe.close()
+
+    def _watch(
+        self, since: int, timeout: float, interest: Interest | None, channels: frozenset[str]
+    ) -> tuple[bool, int]:
         deadline = time.monotonic() + max(timeout, 0.0)
         while True:
             with self._changed:

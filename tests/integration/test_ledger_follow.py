@@ -324,3 +324,47 @@ def test_closing_a_probe_ends_a_wait_in_another_thread(
         assert probe.notices(0) == [None]  # listening again: what was sent meanwhile is lost
     finally:
         probe.close()
+
+
+def _listening_connections(url: str) -> int:
+    """Connections to the ledger's database whose last statement was a ``LISTEN``."""
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as reader:
+        row = reader.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND query LIKE 'LISTEN %'"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_an_idle_board_gives_its_listening_connection_back(
+    postgres_url: str, pg_ledger: ApprovalLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL signals every listening connection at each commit that notifies, so a process
+    that stopped following gives its connection up; its next wait listens again and misses
+    nothing committed meanwhile."""
+    from supervisor.store import notify
+    from supervisor.store.provider import SQLModelProvider
+
+    monkeypatch.setattr(notify, "IDLE_RELEASE_S", 0.5)
+    page = pg_ledger.follow(pg_ledger.head(), 0.05, actions={"approve"})
+    assert _listening_connections(postgres_url) == 1
+    deadline = time.monotonic() + 30
+    while _listening_connections(postgres_url) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _listening_connections(postgres_url) == 0
+    with SQLModelProvider(postgres_url) as provider:
+        mine = provider.ledger.propose("t", "h", {"while": "idle"})
+        provider.ledger.approve(mine.proposal_id, "bob@example.com")  # nobody listening
+        page = pg_ledger.follow(page, 20, actions={"approve"})
+        assert [(r.action, r.subject) for r in page.records] == [("approve", mine.proposal_id)]
+        assert _listening_connections(postgres_url) == 1
+        later = provider.ledger.propose("t", "h", {"while": "listening"})
+        waited: list[Any] = []
+        waiter = threading.Thread(
+            target=lambda: waited.append(pg_ledger.follow(page, 20, actions={"approve"}))
+        )
+        waiter.start()
+        provider.ledger.approve(later.proposal_id, "bob@example.com")
+        waiter.join(30)
+    assert [(r.action, r.subject) for r in waited[0].records] == [("approve", later.proposal_id)]
