@@ -56,6 +56,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
         "supervisor.cli.serve:serve",
         "Decide from a browser or phone: decision pages and the TUI over HTTP.",
     ),
+    "feed-relay": (
+        "supervisor.cli.feed_relay:feed_relay",
+        "One change-feed connection for this host's processes (PostgreSQL).",
+    ),
 }
 
 

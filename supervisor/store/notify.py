@@ -197,6 +197,63 @@ class SqliteDataVersionProbe:
         self._connection.close()
 
 
+class Waker:
+    """A pipe a wait watches with its socket, so another thread can end the wait at once.
+
+    (Closing the socket under a running ``epoll`` wait would not end it: the closed
+    descriptor's wake-up is dropped and the wait sleeps on.)"""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pipe: tuple[int, int] | None = None
+
+    def open(self, selector: selectors.BaseSelector) -> None:
+        """A fresh pipe, watched by ``selector`` (the previous one is closed)."""
+        pipe = os.pipe()
+        for end in pipe:
+            os.set_blocking(end, False)
+        selector.register(pipe[0], selectors.EVENT_READ, "wake")
+        with self._lock:
+            old, self._pipe = self._pipe, pipe
+        _close_pipe(old)
+
+    def wake(self) -> None:
+        """Make the pipe readable (a no-op once closed)."""
+        with self._lock:
+            if self._pipe is not None:
+                try:
+                    os.write(self._pipe[1], b"\0")
+                except BlockingIOError:  # full: a wake-up is pending already
+                    pass
+
+    def drain(self) -> None:
+        """Empty the pipe after a wake-up."""
+        with self._lock:
+            if self._pipe is not None:
+                try:
+                    while os.read(self._pipe[0], 512):
+                        pass
+                except BlockingIOError:
+                    pass
+
+    def close(self) -> None:
+        """Close the pipe (its selector is closed by its owner)."""
+        with self._lock:
+            old, self._pipe = self._pipe, None
+        _close_pipe(old)
+
+
+def _close_pipe(pipe: tuple[int, int] | None) -> None:
+    if pipe is not None:
+        for end in pipe:
+            os.close(end)
+
+
+def woken(ready: list[tuple[selectors.SelectorKey, int]]) -> bool:
+    """Whether a :class:`Waker`'s pipe is among what ``selector.select`` found ready."""
+    return any(key.data == "wake" for key, _ in ready)
+
+
 class PostgresListenProbe:
     """``LISTEN`` on a dedicated autocommit connection, re-established after a lost one.
 
@@ -206,7 +263,7 @@ class PostgresListenProbe:
     generator's Python per notification cost several times what the follower then does with
     it. Nothing else runs on this connection but its ``LISTEN`` statements.
 
-    A pipe of its own, watched with the socket, lets :meth:`wake` and :meth:`close` end a wait
+    A :class:`Waker` watched with the socket lets :meth:`wake` and :meth:`close` end a wait
     running in another thread at once.
     """
 
@@ -214,15 +271,19 @@ class PostgresListenProbe:
         self._dsn = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
         self._channels = frozenset([channels] if isinstance(channels, str) else channels)
         for channel in self._channels:
-            _check_channel(channel)
+            check_channel(channel)
         self._lock = threading.Lock()
-        self._pipe_lock = threading.Lock()
+        self._waker = Waker()
         self._connection: Any = None
         self._selector: selectors.BaseSelector | None = None
-        self._pipe: tuple[int, int] | None = None
-        self._backlog: list[Notice] = []
+        self._backlog: list[tuple[str, str]] = []
         self._encoding = "utf-8"
         self._connect()
+
+    @property
+    def channels(self) -> frozenset[str]:
+        """The channels listened on."""
+        return self._channels
 
     def _connect(self) -> None:
         import psycopg  # only PostgreSQL ledgers pay for the import
@@ -238,31 +299,22 @@ class PostgresListenProbe:
         # What psycopg itself read while running the LISTEN, before this probe reads libpq.
         self._backlog = self._drained(connection)
         selector = selectors.DefaultSelector()
-        selector.register(connection.pgconn.socket, selectors.EVENT_READ)
-        pipe = os.pipe()
-        for end in pipe:
-            os.set_blocking(end, False)
-        selector.register(pipe[0], selectors.EVENT_READ)
-        with self._pipe_lock:
-            self._pipe = pipe
+        selector.register(connection.pgconn.socket, selectors.EVENT_READ, "socket")
+        self._waker.open(selector)
         self._connection, self._selector = connection, selector
         self._encoding = connection.info.encoding
 
     @staticmethod
-    def _drained(connection: Any) -> list[Notice]:
+    def _drained(connection: Any) -> list[tuple[str, str]]:
         """What psycopg read itself while running a statement on ``connection``."""
-        return [parse_notice(n.payload) for n in connection.notifies(timeout=0)]
+        return [(n.channel, n.payload) for n in connection.notifies(timeout=0)]
 
     def _drop(self) -> None:
         connection, self._connection = self._connection, None
         selector, self._selector = self._selector, None
-        with self._pipe_lock:
-            pipe, self._pipe = self._pipe, None
+        self._waker.close()
         if selector is not None:
             selector.close()
-        if pipe is not None:
-            for end in pipe:
-                os.close(end)
         if connection is not None:
             connection.close()
 
@@ -281,7 +333,7 @@ class PostgresListenProbe:
 
         new = frozenset(channels) - self._channels
         for channel in new:
-            _check_channel(channel)
+            check_channel(channel)
         if not new:
             return
         with self._taken():
@@ -297,12 +349,7 @@ class PostgresListenProbe:
 
     def wake(self) -> None:
         """End a :meth:`notices` running in another thread now; it returns what it has."""
-        with self._pipe_lock:
-            if self._pipe is not None:
-                try:
-                    os.write(self._pipe[1], b"\0")
-                except BlockingIOError:  # full: a wake-up is pending already
-                    pass
+        self._waker.wake()
 
     def wait(self, timeout: float) -> bool:
         """Wait for one notification or ``timeout`` seconds; drain any others queued.
@@ -318,20 +365,30 @@ class PostgresListenProbe:
         Raises:
             LedgerUnavailable: The server cannot be reached (the next call reconnects).
         """
+        received = self.notifications(timeout)
+        return [None] if received is None else [parse_notice(payload) for _, payload in received]
+
+    def notifications(self, timeout: float) -> list[tuple[str, str]] | None:
+        """:meth:`notices` as they came, ``(channel, payload)``; ``None`` when the connection
+        was made again (whatever was sent meanwhile is lost: re-read).
+
+        Raises:
+            LedgerUnavailable: The server cannot be reached (the next call reconnects).
+        """
         import psycopg
 
         with self._lock:
             if self._connection is None or self._connection.closed:
                 self._drop()
                 self._connect()
-                return [None]  # anything sent while disconnected was lost: re-read
+                return None
             try:
                 return self._received(max(timeout, 0.0))
             except psycopg.Error as error:
                 self._drop()
                 raise classify_driver_error(error) from error
 
-    def _received(self, timeout: float) -> list[Notice]:
+    def _received(self, timeout: float) -> list[tuple[str, str]]:
         """What libpq has parsed or the socket brings within ``timeout`` seconds.
 
         Raises:
@@ -340,7 +397,7 @@ class PostgresListenProbe:
         import psycopg
 
         connection, selector = self._connection, self._selector
-        if connection is None or selector is None:  # only notices() calls this, connected
+        if connection is None or selector is None:  # only notifications() calls this, connected
             raise psycopg.OperationalError("the listening connection was closed")
         pgconn = connection.pgconn
         received, self._backlog = self._backlog + self._parsed(pgconn), []
@@ -353,8 +410,8 @@ class PostgresListenProbe:
                 raise psycopg.OperationalError("the listening connection failed") from error
             if not ready:
                 return received
-            if any(key.fileobj != pgconn.socket for key, _ in ready):
-                self._woken()  # wake() from another thread: give the connection up now
+            if woken(ready):
+                self._waker.drain()  # wake() from another thread: give the connection up now
                 return received + self._parsed(pgconn)
             pgconn.consume_input()  # raises if the connection is lost
             if pgconn.status != psycopg.pq.ConnStatus.OK:
@@ -362,28 +419,18 @@ class PostgresListenProbe:
             received = self._parsed(pgconn)
         return received
 
-    def _parsed(self, pgconn: Any) -> list[Notice]:
+    def _parsed(self, pgconn: Any) -> list[tuple[str, str]]:
         """The notifications libpq has already read, in the order they came."""
-        received: list[Notice] = []
+        received: list[tuple[str, str]] = []
         while (notify := pgconn.notifies()) is not None:
-            received.append(parse_notice(notify.extra.decode(self._encoding)))
+            encoding = self._encoding
+            received.append((notify.relname.decode(encoding), notify.extra.decode(encoding)))
         return received
-
-    def _woken(self) -> None:
-        """Empty the wake-up pipe (:meth:`wake`)."""
-        with self._pipe_lock:
-            if self._pipe is not None:
-                try:
-                    while os.read(self._pipe[0], 512):
-                        pass
-                except BlockingIOError:
-                    pass
 
     @contextlib.contextmanager
     def _taken(self) -> Iterator[None]:
         """The connection's lock, taken at once: a wait running in another thread is woken to
-        give it up. (Closing the socket or the pipe under a running ``epoll`` wait would not
-        end it: the closed descriptor's wake-up is dropped and the wait sleeps on.)"""
+        give it up (closing the connection under it would not end it, see :class:`Waker`)."""
         if not self._lock.acquire(blocking=False):
             self.wake()
             self._lock.acquire()
@@ -407,7 +454,12 @@ class PostgresListenProbe:
 _CHANNEL_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 
-def _check_channel(channel: str) -> None:
+def check_channel(channel: str) -> None:
+    """Refuse a channel name that is not a lowercase identifier (it goes into ``LISTEN``).
+
+    Raises:
+        ValueError: It is not.
+    """
     if not _CHANNEL_NAME.fullmatch(channel):
         raise ValueError(f"channel name {channel!r} is not a lowercase identifier")
 
@@ -421,7 +473,11 @@ def open_probe(engine: Engine, channels: str | Collection[str] = ALL_CHANNELS) -
     """The probe that suits ``engine``'s dialect (``channels``: what a PostgreSQL probe hears,
     every audited write by default)."""
     if engine.dialect.name == "postgresql":
-        return PostgresListenProbe(engine, channels)
+        from supervisor.store.relay import relayed_probe
+
+        # Through the host's feed relay when one runs for this ledger (one listening
+        # connection for the host instead of one per process), else a connection of its own.
+        return relayed_probe(engine, channels) or PostgresListenProbe(engine, channels)
     return SqliteDataVersionProbe(engine)
 
 
@@ -564,8 +620,9 @@ class ChangeBoard:
             try:
                 if wanted and not self.probe.hears(wanted):
                     self.probe.listen(wanted)
-                    notices.append(None)  # sent before the LISTEN, unheard: everyone re-reads
-                notices += self.probe.notices(remaining)
+                    notices = [None]  # sent before the LISTEN, unheard: everyone re-reads now
+                else:
+                    notices = self.probe.notices(remaining)
             finally:
                 with self._changed:
                     self._reading = False

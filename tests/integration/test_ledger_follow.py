@@ -288,6 +288,19 @@ def test_a_follower_that_widens_its_interest_misses_nothing(
     while not board._reading and time.monotonic() < deadline:
         time.sleep(0.01)
     assert board._reading
+    calls: list[tuple[str, int]] = []  # what the board asked of its probe, at which position
+    listen, notices = board.probe.listen, board.probe.notices
+
+    def listening(channels: Any) -> None:
+        calls.append(("listen", board.mark()))
+        listen(channels)
+
+    def reading(timeout: float) -> list[Any]:
+        calls.append(("read", board.mark()))
+        return notices(timeout)
+
+    board.probe.listen = listening  # type: ignore[method-assign]
+    board.probe.notices = reading  # type: ignore[method-assign]
     page = pg_ledger.follow(pg_ledger.head(), 0, actions={"complete"})
     with SQLModelProvider(postgres_url) as provider:
         done = _cycle(provider.ledger, 0)  # its completion's channel is not listened on yet
@@ -297,6 +310,11 @@ def test_a_follower_that_widens_its_interest_misses_nothing(
         provider.ledger.reject(ended.proposal_id, "bob@example.com")  # what the reader waits for
     reader.join(30)
     assert not reader.is_alive()
+    # The re-read notice is posted as soon as the LISTEN is in, not after the next read
+    # (which could wait out the reader's whole timeout).
+    listened_at = next(mark for call, mark in calls if call == "listen")
+    after = calls[calls.index(("listen", listened_at)) + 1 :]
+    assert after and after[0][0] == "read" and after[0][1] > listened_at
 
 
 @pytest.mark.parametrize("pause", [0.0, 0.01, 0.05, 0.2])
