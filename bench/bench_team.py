@@ -313,6 +313,56 @@ def postgres(pg_url: str | None) -> Iterator[Any]:
         cluster.stop()
 
 
+def server_cpu(cluster: Any) -> float | None:
+    """CPU seconds the throwaway cluster's processes have used so far (exited backends too:
+    the postmaster's reaped children), or ``None`` for a server elsewhere."""
+    if cluster.data_dir is None:
+        return None
+    postmaster = int((cluster.data_dir / "postmaster.pid").read_text().split()[0])
+    ticks = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(entry.name), int(fields[1])
+        if pid == postmaster:
+            ticks += sum(int(value) for value in fields[11:15])  # with reaped backends
+        elif ppid == postmaster:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def feed_relay(url: str, wanted: bool) -> Iterator[None]:
+    """With ``wanted``: a ``supervisor feed-relay`` for ``url``, found by every process
+    started from here (a private runtime folder in the environment)."""
+    if not wanted:
+        yield
+        return
+    import shutil
+    import tempfile
+
+    runtime = tempfile.mkdtemp(prefix="sv-team-")
+    os.environ["XDG_RUNTIME_DIR"] = runtime
+    relay = subprocess.Popen(
+        [sys.executable, "-c", "from supervisor.cli.main import main; main()",
+         "feed-relay", "--db", url],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert relay.stdout is not None and relay.stdout.readline().startswith("Relaying")
+    try:
+        yield
+    finally:
+        fields = Path(f"/proc/{relay.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        relay.terminate()
+        print(f"feed relay: {relay.communicate(timeout=30)[0].strip()} CPU {cpu:.1f} s")
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
 def summarise(label: str, samples: list[float]) -> str:
     return (
         f"| {label} | {len(samples):,} | {statistics.median(samples):.2f} | "
@@ -337,6 +387,10 @@ def main() -> None:
         "--approve-each", action="store_true",
         help="approvers approve one proposal per call (approve) instead of what each feed page "
         "shows in one call (approve_many)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--relay", action="store_true",
+        help="every process hears the feed through one `supervisor feed-relay`",
     )  # fmt: skip
     parser.add_argument("--role", nargs=7, help="internal")
     options = parser.parse_args()
@@ -377,6 +431,8 @@ def main() -> None:
                     seeding.ledger.propose(
                         "create_customer", "schema-v1", {"name": f"seed {n}"}, owner="seed"
                     )
+        relay = feed_relay(url, options.relay)
+        relay.__enter__()
         idle_tui = [] if options.no_tui else asyncio.run(tui_probe(url, 5.0))
         layout = (
             [("agent", i) for i in range(AGENTS)]
@@ -410,6 +466,8 @@ def main() -> None:
             assert child.stdin is not None
             child.stdin.write(f"{start_at!r}\n")
             child.stdin.flush()
+        time.sleep(max(0.0, start_at - time.time()))
+        server_began = server_cpu(cluster)
         load: list[float] = []
         if not options.no_tui:
             time.sleep(max(0.0, start_at - time.time() + 2.0))
@@ -420,6 +478,8 @@ def main() -> None:
             if child.returncode != 0:
                 raise SystemExit(f"a team process failed ({child.returncode})")
             reports.append(json.loads(output))
+        server_ended = server_cpu(cluster)
+        relay.__exit__(None, None, None)
         outcome = verify(url)
     merged: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
@@ -440,6 +500,10 @@ def main() -> None:
         cpu[kind] = cpu.get(kind, 0.0) + report["cpu_s"]
     print("CPU seconds from the start to the end of the loop (drain included), per role kind: "
           + ", ".join(f"{kind} {seconds:.1f}" for kind, seconds in cpu.items()))  # fmt: skip
+    if server_began is not None and server_ended is not None and proposed:
+        used = server_ended - server_began
+        print(f"server CPU over the loop: {used:.1f} s, {used / proposed * 1000:.2f} ms a proposal"
+              f" made{' (feed relay)' if options.relay else ''}")  # fmt: skip
     print()
     print("| step | n | p50 ms | p95 ms | p99 ms |")
     print("|---|---:|---:|---:|---:|")

@@ -60,6 +60,7 @@ _HANDSHAKE_S = 5.0
 _SEND_S = 1.0
 """A client that does not read for this long is dropped (it falls back to listening itself)."""
 _MAX_LINE = 1 << 20
+_MAX_SOCKET_PATH = 107
 
 
 class RelayUnsafe(SupervisorError, ValueError):
@@ -86,6 +87,20 @@ class RelayNotPostgres(SupervisorError, ValueError):
             "The feed relay is for PostgreSQL ledgers: an SQLite ledger's followers poll a "
             "local file and cost no server anything.",
             hint="Pass --db postgresql+psycopg://... (or set SUPERVISOR_DB).",
+        )
+
+
+class RelayCannotListen(SupervisorError, OSError):
+    """The relay's socket cannot be made where it was asked for."""
+
+    code = "feed_relay_cannot_listen"
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(
+            f"The feed relay cannot listen on {path}: {why}.",
+            hint="Give a short path in a folder only you can open with --socket (and the "
+            "same in SUPERVISOR_FEED_RELAY for the processes that should use it).",
+            path=str(path),
         )
 
 
@@ -475,10 +490,15 @@ class FeedRelay:
                 raise RelayRunning(self.path)
             finally:
                 probe.close()
+        if len(os.fsencode(self.path)) > _MAX_SOCKET_PATH:
+            raise RelayCannotListen(self.path, "the path is too long for a Unix socket")
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old_mask = os.umask(0o177)
         try:
             server.bind(str(self.path))
+        except OSError as error:
+            server.close()
+            raise RelayCannotListen(self.path, error.strerror or str(error)) from error
         finally:
             os.umask(old_mask)
         server.listen(128)

@@ -8,9 +8,11 @@ host hear the feed through it; when it is killed they listen themselves and miss
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -49,20 +51,21 @@ def _start_relay(url: str, env: dict[str, str]) -> subprocess.Popen[str]:
          "feed-relay", "--db", url],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    assert relay.stdout is not None
+    assert relay.stdout is not None and relay.stderr is not None
     line = relay.stdout.readline()
     assert line.startswith("Relaying the change feed of"), line + relay.stderr.read()
     return relay
 
 
 @pytest.fixture
-def relay_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """Relays' sockets under a private runtime folder of this test."""
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+def relay_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """Relays' sockets under a private runtime folder of this test (a short path: a Unix
+    socket's may not exceed 107 bytes)."""
+    runtime = tempfile.mkdtemp(prefix="sv-relay-")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", runtime)
     monkeypatch.delenv(RELAY_ENV, raising=False)
-    return {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
+    yield {**os.environ, "XDG_RUNTIME_DIR": runtime}
+    shutil.rmtree(runtime, ignore_errors=True)
 
 
 @pytest.fixture
@@ -81,7 +84,7 @@ def followers(postgres_url: str) -> Iterator[list[ApprovalLedger]]:
     opened = [open_ledger(postgres_url) for _ in range(3)]
     yield [next(ledger) for ledger in opened]
     for ledger in opened:
-        ledger.close()
+        ledger.close()  # type: ignore[attr-defined]  # a generator's: closes the ledger
 
 
 def _decide_later(url: str, proposal_id: str) -> threading.Thread:
