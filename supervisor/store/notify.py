@@ -249,6 +249,42 @@ def _close_pipe(pipe: tuple[int, int] | None) -> None:
             os.close(end)
 
 
+class TurnLock:
+    """The lock of a probe's connection: a wait holds it while it blocks reading, and whoever
+    else needs the connection wakes the wait and goes next.
+
+    The gate makes that turn stick: a plain lock is not fair, so a reader that loops straight
+    back to the connection (the feed relay's) could take it again before the thread that woke
+    it, for as long as notices keep coming, and starve a ``LISTEN``.
+    """
+
+    def __init__(self) -> None:
+        self._gate = threading.Lock()
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold the connection for a wait (behind anyone who asked for it first)."""
+        with self._gate:
+            self._lock.acquire()
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    @contextlib.contextmanager
+    def taken(self, wake: Callable[[], None]) -> Iterator[None]:
+        """Hold the connection now: a wait holding it is woken (``wake``) to give it up."""
+        with self._gate:
+            if not self._lock.acquire(blocking=False):
+                wake()
+                self._lock.acquire()
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+
 def woken(ready: list[tuple[selectors.SelectorKey, int]]) -> bool:
     """Whether a :class:`Waker`'s pipe is among what ``selector.select`` found ready."""
     return any(key.data == "wake" for key, _ in ready)
@@ -272,7 +308,7 @@ class PostgresListenProbe:
         self._channels = frozenset([channels] if isinstance(channels, str) else channels)
         for channel in self._channels:
             check_channel(channel)
-        self._lock = threading.Lock()
+        self._lock = TurnLock()
         self._waker = Waker()
         self._connection: Any = None
         self._selector: selectors.BaseSelector | None = None
@@ -377,7 +413,7 @@ class PostgresListenProbe:
         """
         import psycopg
 
-        with self._lock:
+        with self._lock.reading():
             if self._connection is None or self._connection.closed:
                 self._drop()
                 self._connect()
@@ -427,17 +463,10 @@ class PostgresListenProbe:
             received.append((notify.relname.decode(encoding), notify.extra.decode(encoding)))
         return received
 
-    @contextlib.contextmanager
-    def _taken(self) -> Iterator[None]:
+    def _taken(self) -> contextlib.AbstractContextManager[None]:
         """The connection's lock, taken at once: a wait running in another thread is woken to
         give it up (closing the connection under it would not end it, see :class:`Waker`)."""
-        if not self._lock.acquire(blocking=False):
-            self.wake()
-            self._lock.acquire()
-        try:
-            yield
-        finally:
-            self._lock.release()
+        return self._lock.taken(self.wake)
 
     def close(self) -> None:
         """Close the listening connection. A ``wait`` in another thread ends at once (with
@@ -467,18 +496,6 @@ def check_channel(channel: str) -> None:
 def _listen_statement(channels: Collection[str]) -> str:
     """``LISTEN`` on each of ``channels`` (checked names), as one simple query."""
     return "; ".join(f"LISTEN {channel}" for channel in sorted(channels))
-
-
-def open_probe(engine: Engine, channels: str | Collection[str] = ALL_CHANNELS) -> ChangeProbe:
-    """The probe that suits ``engine``'s dialect (``channels``: what a PostgreSQL probe hears,
-    every audited write by default)."""
-    if engine.dialect.name == "postgresql":
-        from supervisor.store.relay import relayed_probe
-
-        # Through the host's feed relay when one runs for this ledger (one listening
-        # connection for the host instead of one per process), else a connection of its own.
-        return relayed_probe(engine, channels) or PostgresListenProbe(engine, channels)
-    return SqliteDataVersionProbe(engine)
 
 
 class ChangeBoard:

@@ -36,7 +36,7 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +45,13 @@ from sqlalchemy.engine import URL, Engine
 from supervisor.errors import SupervisorError
 from supervisor.ledger.errors import LedgerError
 from supervisor.store.notify import (
+    ALL_CHANNELS,
     CHANNEL,
+    ChangeProbe,
     Notice,
     PostgresListenProbe,
+    SqliteDataVersionProbe,
+    TurnLock,
     Waker,
     check_channel,
     parse_notice,
@@ -151,11 +155,16 @@ def check_private(directory: Path, *, create: bool = False) -> None:
         raise RelayUnsafe(directory, f"others can open it (mode {stat.S_IMODE(info.st_mode):o})")
 
 
-def relayed_probe(engine: Engine, channels: Collection[str]) -> RelayProbe | None:
-    """A probe through the host's relay when one's socket is there, else ``None``."""
+def open_probe(engine: Engine, channels: str | Collection[str] = ALL_CHANNELS) -> ChangeProbe:
+    """The probe that suits ``engine``'s dialect (``channels``: what a PostgreSQL probe hears,
+    every audited write by default): on PostgreSQL through the host's feed relay when one runs
+    for this ledger (one listening connection for the host instead of one per process), else
+    a connection of its own."""
+    if engine.dialect.name != "postgresql":
+        return SqliteDataVersionProbe(engine)
     path = relay_socket_path(engine.url)
     if path is None or not path.exists():
-        return None
+        return PostgresListenProbe(engine, channels)
     return RelayProbe(engine, channels, path)
 
 
@@ -182,7 +191,7 @@ class RelayProbe:
             check_channel(channel)
         self._path = path
         self._identity = relay_identity(engine.url)
-        self._lock = threading.Lock()
+        self._lock = TurnLock()
         self._waker = Waker()
         self._sock: socket.socket | None = None
         self._selector: selectors.BaseSelector | None = None
@@ -339,7 +348,7 @@ class RelayProbe:
         Raises:
             LedgerUnavailable: Without a relay, the server cannot be reached.
         """
-        with self._lock:
+        with self._lock.reading():
             if self._direct is not None:
                 return self._direct.notices(timeout)
             if self._sock is None:
@@ -367,16 +376,9 @@ class RelayProbe:
             received = self._lines()
         return received
 
-    @contextlib.contextmanager
-    def _taken(self) -> Iterator[None]:
+    def _taken(self) -> contextlib.AbstractContextManager[None]:
         """The probe's lock, taken at once: a wait in another thread is woken to give it up."""
-        if not self._lock.acquire(blocking=False):
-            self.wake()
-            self._lock.acquire()
-        try:
-            yield
-        finally:
-            self._lock.release()
+        return self._lock.taken(self.wake)
 
     def close(self) -> None:
         """Close the connection to the relay (or the probe's own); a later wait opens one

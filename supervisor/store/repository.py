@@ -47,12 +47,7 @@ from supervisor.store.expiry import ExpiryMixin
 from supervisor.store.grants import LIVE_GRANT_PROBE, NO_LIVE_GRANT_GUARD, GrantsMixin
 from supervisor.store.ids import IdsMixin
 from supervisor.store.leases import LeasesMixin
-from supervisor.store.notify import (
-    ALL_CHANNELS,
-    TRACE_CHANNEL,
-    ChangeProbe,
-    open_probe,
-)
+from supervisor.store.notify import ALL_CHANNELS, TRACE_CHANNEL, ChangeProbe
 from supervisor.store.operators import OperatorsMixin
 from supervisor.store.policy_versions import POLICY_IN_FORCE_COLUMNS, PolicyVersionsMixin
 from supervisor.store.registry import RegistryMixin
@@ -637,5 +632,7 @@ class Repository:
                 trace appends (:data:`TRACE_CHANNEL`). SQLite's probe sees every commit either
                 way.
         """
+        from supervisor.store.relay import open_probe  # sockets: only once something follows
+
         with translate_errors():
             return open_probe(self.engine, channels)

@@ -156,7 +156,7 @@ def test_processes_on_a_host_hear_the_feed_through_one_connection(
         thread.join(60)
     assert decided == [["approve"]] * 3
     for notices, proposal_id in zip(heard, ids, strict=True):
-        assert ("approve", proposal_id) in notices  # forwarded by the relay, as it came
+        assert ("approve", proposal_id) in notices, (heard, ids)  # forwarded by the relay
 
 
 def test_a_killed_relay_leaves_its_followers_listening_themselves(
