@@ -242,3 +242,32 @@ def test_relays_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(RELAY_ENV)
     path = relay_socket_path(url)
     assert path is not None and "secret" not in str(path)
+
+
+def test_a_relay_restarts_over_the_socket_a_killed_one_left(
+    postgres_url: str, relay_env: dict[str, str]
+) -> None:
+    """A second relay for a socket in use is refused; once the first is killed (its socket
+    file left behind) a new one takes the socket over."""
+    first = _start_relay(postgres_url, relay_env)
+    try:
+        second = subprocess.run(
+            [sys.executable, "-c", "from supervisor.cli.main import main; main()",
+             "feed-relay", "--db", postgres_url],
+            env=relay_env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert second.returncode == 2
+        assert "feed_relay_running" in second.stderr
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(30)
+        import sqlalchemy as sa
+
+        path = relay_socket_path(sa.make_url(postgres_url))
+        assert path is not None and path.exists()  # left by the killed relay
+        third = _start_relay(postgres_url, relay_env)
+        third.terminate()
+        assert third.wait(30) == 0
+        assert not path.exists()  # a relay that stops removes its socket
+    finally:
+        if first.poll() is None:
+            first.kill()
