@@ -305,9 +305,7 @@ class PostgresListenProbe:
 
     def __init__(self, engine: Engine, channels: str | Collection[str] = CHANNEL) -> None:
         self._dsn = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-        self._channels = frozenset([channels] if isinstance(channels, str) else channels)
-        for channel in self._channels:
-            check_channel(channel)
+        self._channels = checked_channels(channels)
         self._lock = TurnLock()
         self._waker = Waker()
         self._connection: Any = None
@@ -367,9 +365,7 @@ class PostgresListenProbe:
         """
         import psycopg
 
-        new = frozenset(channels) - self._channels
-        for channel in new:
-            check_channel(channel)
+        new = checked_channels(channels) - self._channels
         if not new:
             return
         with self._taken():
@@ -491,6 +487,18 @@ def check_channel(channel: str) -> None:
     """
     if not _CHANNEL_NAME.fullmatch(channel):
         raise ValueError(f"channel name {channel!r} is not a lowercase identifier")
+
+
+def checked_channels(channels: str | Collection[str]) -> frozenset[str]:
+    """``channels`` (one name or several) as a set, each checked by :func:`check_channel`.
+
+    Raises:
+        ValueError: A name is not a lowercase identifier.
+    """
+    names = frozenset([channels] if isinstance(channels, str) else channels)
+    for channel in names:
+        check_channel(channel)
+    return names
 
 
 def _listen_statement(channels: Collection[str]) -> str:

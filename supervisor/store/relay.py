@@ -53,7 +53,7 @@ from supervisor.store.notify import (
     SqliteDataVersionProbe,
     TurnLock,
     Waker,
-    check_channel,
+    checked_channels,
     parse_notice,
     woken,
 )
@@ -186,9 +186,7 @@ class RelayProbe:
 
     def __init__(self, engine: Engine, channels: str | Collection[str], path: Path) -> None:
         self._engine = engine
-        self._channels = frozenset([channels] if isinstance(channels, str) else channels)
-        for channel in self._channels:
-            check_channel(channel)
+        self._channels = checked_channels(channels)
         self._path = path
         self._identity = relay_identity(engine.url)
         self._lock = TurnLock()
@@ -316,9 +314,7 @@ class RelayProbe:
             ValueError: A channel's name is not a lowercase identifier.
             LedgerUnavailable: Neither the relay nor the server can be reached.
         """
-        new = frozenset(channels) - self._channels
-        for channel in new:
-            check_channel(channel)
+        new = checked_channels(channels) - self._channels
         if not new:
             return
         with self._taken():
@@ -553,12 +549,11 @@ class FeedRelay:
         channels = message.get("listen")
         if not isinstance(channels, list) or not all(isinstance(c, str) for c in channels):
             raise ValueError("not a listen request")
-        for channel in channels:
-            check_channel(channel)
-        self._probe.listen(channels)
+        names = checked_channels(channels)
+        self._probe.listen(names)
         with self._lock:
-            client.channels |= frozenset(channels)
-        client.send({"listening": sorted(channels)})
+            client.channels |= names
+        client.send({"listening": sorted(names)})
 
     def _pump(self) -> None:
         """Forward what the listening connection hears, until the relay stops."""

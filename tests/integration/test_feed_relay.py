@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from support.ledgers import open_ledger
+from support.postgres import listening_connections
 
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.store.provider import SQLModelProvider
@@ -32,17 +32,6 @@ from supervisor.store.relay import (
     check_private,
     relay_socket_path,
 )
-
-
-def _listening(url: str) -> int:
-    """Connections to the ledger's database whose last statement was a ``LISTEN``."""
-    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as reader:
-        row = reader.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND query LIKE 'LISTEN %'"
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 def _start_relay(url: str, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -147,7 +136,7 @@ def test_processes_on_a_host_hear_the_feed_through_one_connection(
     heard = [_named_notices(ledger) for ledger in followers]
     threads, decided = _wait_all(followers, ids)
     time.sleep(0.5)  # all three waiting
-    assert _listening(postgres_url) == 1  # the relay's, not one per follower
+    assert listening_connections(postgres_url) == 1  # the relay's, not one per follower
     for ledger in followers:
         probe = ledger._get_board().probe
         assert isinstance(probe, RelayProbe) and probe.relayed
@@ -177,7 +166,7 @@ def test_a_killed_relay_leaves_its_followers_listening_themselves(
              for n, ledger in enumerate(followers)]  # fmt: skip
     threads, decided = _wait_all(followers, later)
     time.sleep(0.5)
-    assert _listening(postgres_url) == 3  # each listens itself now
+    assert listening_connections(postgres_url) == 3  # each listens itself now
     approvals = [_decide_later(postgres_url, proposal_id) for proposal_id in later]
     for thread in [*approvals, *threads]:
         thread.join(60)
@@ -198,7 +187,7 @@ def test_a_relay_for_another_ledger_is_not_used(
         time.sleep(0.5)
         probe = followers[0]._get_board().probe
         assert isinstance(probe, RelayProbe) and not probe.relayed  # refused: its own LISTEN
-        assert _listening(postgres_url) == 1
+        assert listening_connections(postgres_url) == 1
         _decide_later(postgres_url, proposal.proposal_id).join(60)
         for thread in threads:
             thread.join(60)

@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 from support.ledgers import open_ledger
+from support.postgres import listening_connections
 
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.store.notify import (
@@ -344,17 +345,6 @@ def test_closing_a_probe_ends_a_wait_in_another_thread(
         probe.close()
 
 
-def _listening_connections(url: str) -> int:
-    """Connections to the ledger's database whose last statement was a ``LISTEN``."""
-    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as reader:
-        row = reader.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND query LIKE 'LISTEN %'"
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
 def test_an_idle_board_gives_its_listening_connection_back(
     postgres_url: str, pg_ledger: ApprovalLedger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -366,17 +356,17 @@ def test_an_idle_board_gives_its_listening_connection_back(
 
     monkeypatch.setattr(notify, "IDLE_RELEASE_S", 0.5)
     page = pg_ledger.follow(pg_ledger.head(), 0.05, actions={"approve"})
-    assert _listening_connections(postgres_url) == 1
+    assert listening_connections(postgres_url) == 1
     deadline = time.monotonic() + 30
-    while _listening_connections(postgres_url) and time.monotonic() < deadline:
+    while listening_connections(postgres_url) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _listening_connections(postgres_url) == 0
+    assert listening_connections(postgres_url) == 0
     with SQLModelProvider(postgres_url) as provider:
         mine = provider.ledger.propose("t", "h", {"while": "idle"})
         provider.ledger.approve(mine.proposal_id, "bob@example.com")  # nobody listening
         page = pg_ledger.follow(page, 20, actions={"approve"})
         assert [(r.action, r.subject) for r in page.records] == [("approve", mine.proposal_id)]
-        assert _listening_connections(postgres_url) == 1
+        assert listening_connections(postgres_url) == 1
         later = provider.ledger.propose("t", "h", {"while": "listening"})
         waited: list[Any] = []
         waiter = threading.Thread(

@@ -93,6 +93,17 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
+def listening_connections(url: str) -> int:
+    """Connections to ``url``'s database whose last statement was a ``LISTEN``."""
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as reader:
+        row = reader.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND query LIKE 'LISTEN %'"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def unique_database_name(hint: str = "test") -> str:
     """A valid, unique database name that starts with a readable form of ``hint``."""
     readable = re.sub(r"[^a-z0-9]+", "_", hint.lower()).strip("_")[:40] or "test"
