@@ -211,7 +211,7 @@ def demo(
         preload_tui()  # before the agents start and compete with it for the CPU
         opener = open_tui
     code = run_demo(
-        home, tui=tui, auto_approve=auto_approve, echo=click.echo,
+        home, tui=tui, auto_approve=auto_approve, echo=echo_line,
         open_tui=opener, approval_ttl=approval_ttl,
     )  # fmt: skip
     sys.exit(code)

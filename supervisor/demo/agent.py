@@ -40,6 +40,7 @@ from supervisor.runtime.host import (
     stop_on_signals,
 )
 from supervisor.runtime.policies import ContextPolicy, ToolResultPolicy
+from supervisor.services.rendering import visible_escapes
 
 
 def approval_ttl() -> int:
@@ -97,6 +98,16 @@ def make_fallback() -> MemAgent:
     return build("fallback")
 
 
+def say(line: str) -> None:
+    """Print ``line`` escaped, as one write: the demo's agents share its terminal (or pipe).
+
+    ``print`` writes the text and its newline separately when Python runs unbuffered
+    (``PYTHONUNBUFFERED``), so another agent's line could land between them and be cut.
+    """
+    sys.stdout.write(visible_escapes(line) + "\n")
+    sys.stdout.flush()
+
+
 def _stop_with_parent(parent: int) -> None:
     """SIGTERM this process once ``parent`` is no longer its parent (the demo was killed
     without stopping its agents, e.g. SIGKILL): the run stops as if the demo had quit."""
@@ -124,7 +135,7 @@ def main(scenario: str, log_path: str | None = None) -> int:
     )  # fmt: skip
 
     def echo(line: str) -> None:
-        print(line.replace("[run]", f"[{scenario}]", 1), flush=True)
+        say(line.replace("[run]", f"[{scenario}]", 1))
 
     exit_code, status = 1, "exited"
     try:
