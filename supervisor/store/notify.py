@@ -109,6 +109,9 @@ def parse_notice(payload: str) -> Notice:
 class ChangeProbe(Protocol):
     """Blocks until another connection may have committed, or a timeout passes."""
 
+    holds_server: bool
+    """Whether the probe holds something of a server's while idle (:meth:`release` frees it)."""
+
     def wait(self, timeout: float) -> bool:
         """Return ``True`` if something may have changed since the previous call."""
         ...
@@ -142,6 +145,8 @@ class ChangeProbe(Protocol):
 
 class SqliteDataVersionProbe:
     """Polls ``PRAGMA data_version`` on one connection held for the probe's lifetime."""
+
+    holds_server = False
 
     def __init__(self, engine: Engine) -> None:
         self._connection: Any = engine.raw_connection()
@@ -302,6 +307,8 @@ class PostgresListenProbe:
     A :class:`Waker` watched with the socket lets :meth:`wake` and :meth:`close` end a wait
     running in another thread at once.
     """
+
+    holds_server = True
 
     def __init__(self, engine: Engine, channels: str | Collection[str] = CHANNEL) -> None:
         self._dsn = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
@@ -526,6 +533,8 @@ class ChangeBoard:
 
     def __init__(self, probe: ChangeProbe, idle_release_s: float | None = None) -> None:
         self.probe = probe
+        if not probe.holds_server:  # nothing to give up: no timer
+            idle_release_s = float("inf")
         self._idle_release_s = IDLE_RELEASE_S if idle_release_s is None else idle_release_s
         self._waiting = 0
         self._left_at = 0.0

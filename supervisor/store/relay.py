@@ -15,7 +15,8 @@ feed's one-second re-read.
 
 The protocol, one JSON value per line (UTF-8):
 
-- client: ``{"hello": IDENTITY}`` (the ledger's user, host, port and database, no password);
+- client: ``{"hello": IDENTITY}`` (the ledger's user, host, port and database, and a server
+  named in the URL's query or libpq's environment: :func:`relay_identity`; no password);
   the relay answers ``{"ok": true}``, or ``{"error": TEXT}`` and closes when it relays another
   ledger;
 - client: ``{"listen": [CHANNEL, ...]}``; the relay answers ``{"listening": [...]}`` once its
@@ -121,9 +122,24 @@ class RelayRunning(SupervisorError, RuntimeError):
         )
 
 
+#: libpq settings a URL may give in its query instead of its authority (``?host=/run/pg``).
+_SERVER_QUERY = ("host", "hostaddr", "port", "service", "dbname", "user")
+#: What libpq reads from the environment when the URL names no server.
+_SERVER_ENV = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE")
+
+
 def relay_identity(url: URL) -> str:
-    """What names a ledger to its relay: user, host, port and database (no password)."""
-    return f"{url.username or ''}@{url.host or ''}:{url.port or ''}/{url.database or ''}"
+    """What names a ledger to its relay: user, host, port and database (no password).
+
+    A server named in the URL's query (a Unix-socket folder: ``?host=/run/postgresql``) or,
+    for a URL naming none, by libpq's environment is part of it, so two servers on one host
+    never share a relay.
+    """
+    identity = f"{url.username or ''}@{url.host or ''}:{url.port or ''}/{url.database or ''}"
+    named = {key: url.query[key] for key in _SERVER_QUERY if key in url.query}
+    if not url.host and not named:
+        named = {key: os.environ[key] for key in _SERVER_ENV if os.environ.get(key)}
+    return identity + json.dumps(named, sort_keys=True) if named else identity
 
 
 def relay_socket_path(url: URL) -> Path | None:
@@ -183,6 +199,8 @@ class RelayProbe:
     refuses it or goes away, and reports a possible change then (re-read). After
     :meth:`release` or :meth:`close` the next wait tries the relay again.
     """
+
+    holds_server = True
 
     def __init__(self, engine: Engine, channels: str | Collection[str], path: Path) -> None:
         self._engine = engine

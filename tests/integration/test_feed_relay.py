@@ -233,6 +233,35 @@ def test_relays_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert path is not None and "secret" not in str(path)
 
 
+def test_servers_named_by_socket_folder_or_environment_get_relays_of_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sqlalchemy as sa
+
+    monkeypatch.delenv(RELAY_ENV, raising=False)
+    for name in ("PGHOST", "PGHOSTADDR", "PGPORT", "PGSERVICE"):
+        monkeypatch.delenv(name, raising=False)
+
+    def path(url: str) -> Path | None:
+        return relay_socket_path(sa.make_url(url))
+
+    first = path("postgresql+psycopg://u@/ledger?host=/run/pg-a")
+    assert first is not None
+    assert first == path("postgresql+psycopg://u:other-password@/ledger?host=/run/pg-a")
+    assert first != path("postgresql+psycopg://u@/ledger?host=/run/pg-b")
+    assert first != path("postgresql+psycopg://u@/ledger?host=/run/pg-a&port=5433")
+    # With no server in the URL, libpq's environment names it.
+    bare = path("postgresql+psycopg://u@/ledger")
+    monkeypatch.setenv("PGHOST", "/run/pg-b")
+    assert path("postgresql+psycopg://u@/ledger") not in (bare, first)
+    # A URL naming its host keeps the socket it had (relays already running still serve it).
+    monkeypatch.delenv("PGHOST")
+    named = "postgresql+psycopg://u@db.example:5432/ledger"
+    before = path(named)
+    monkeypatch.setenv("PGHOST", "/run/pg-b")
+    assert path(named) == before
+
+
 def test_a_relay_restarts_over_the_socket_a_killed_one_left(
     postgres_url: str, relay_env: dict[str, str]
 ) -> None:

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -376,3 +377,16 @@ def test_an_idle_board_gives_its_listening_connection_back(
         provider.ledger.approve(later.proposal_id, "bob@example.com")
         waiter.join(30)
     assert [(r.action, r.subject) for r in waited[0].records] == [("approve", later.proposal_id)]
+
+
+def test_a_board_on_sqlite_keeps_no_idle_timer(tmp_path: Path) -> None:
+    """Polling a local file holds nothing of a server's: no timer thread waits to give it up."""
+    from supervisor.store.notify import ChangeBoard
+    from supervisor.store.provider import SQLModelProvider
+
+    with SQLModelProvider(f"sqlite:///{tmp_path / 'ledger.db'}") as provider:
+        board = ChangeBoard(provider.ledger.repository.change_probe(), idle_release_s=5)
+        timers_before = sum(isinstance(t, threading.Timer) for t in threading.enumerate())
+        assert board.wait(board.mark(), 0.05) is False
+        assert sum(isinstance(t, threading.Timer) for t in threading.enumerate()) == timers_before
+        board.close()
