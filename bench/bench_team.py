@@ -301,11 +301,19 @@ def verify(url: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def postgres(pg_url: str | None) -> Iterator[Any]:
+def postgres(pg_url: str | None, statements: bool = False) -> Iterator[Any]:
     sys.path.insert(0, str(REPO / "tests"))
     from support.postgres import PostgresCluster
 
-    cluster = PostgresCluster(server_url=pg_url, fast=False, settings={"max_connections": "200"})
+    settings = {"max_connections": "200"}
+    if statements:  # the server's own account of its time, statement by statement
+        settings |= {
+            "shared_preload_libraries": "pg_stat_statements",
+            "pg_stat_statements.track": "all",
+            "pg_stat_statements.track_utility": "on",
+            "pg_stat_statements.track_planning": "on",
+        }
+    cluster = PostgresCluster(server_url=pg_url, fast=False, settings=settings)
     cluster.start()
     try:
         yield cluster
@@ -363,6 +371,51 @@ def feed_relay(url: str, wanted: bool) -> Iterator[None]:
         shutil.rmtree(runtime, ignore_errors=True)
 
 
+_STATEMENTS = """
+SELECT s.query, s.calls, s.total_exec_time, s.total_plan_time
+FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+WHERE d.datname = current_database()
+ORDER BY s.total_exec_time + s.total_plan_time DESC
+"""
+
+
+def reset_statements(url: str) -> None:
+    """Start the server's statement account from zero (``--statements``)."""
+    import psycopg
+
+    with psycopg.connect(_libpq(url), autocommit=True) as connection:
+        connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        connection.execute("SELECT pg_stat_statements_reset()")
+
+
+def _libpq(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+def print_statements(url: str, proposed: int, top: int = 20) -> None:
+    """Where the server's time went, per proposal made, statement by statement: execution
+    and planning time as the server measures it (a lock's wait, and a COMMIT's flush to
+    disk, are time but not CPU)."""
+    import psycopg
+
+    with psycopg.connect(_libpq(url), autocommit=True) as connection:
+        rows = connection.execute(_STATEMENTS).fetchall()
+    total = sum(float(row[2]) + float(row[3]) for row in rows)
+    calls = sum(int(row[1]) for row in rows)
+    print()
+    print(f"server statements: {calls / proposed:.1f} a proposal, "
+          f"{total / proposed:.2f} ms of execution and planning a proposal")  # fmt: skip
+    print("| statement | calls a proposal | us a call (exec + plan) | ms a proposal | share |")
+    print("|---|---:|---:|---:|---:|")
+    for query, count, exec_ms, plan_ms in rows[:top]:
+        spent = float(exec_ms) + float(plan_ms)
+        text = " ".join(str(query).split())
+        text = text if len(text) <= 90 else text[:87] + "..."
+        print(f"| `{text.replace('|', '/')}` | {count / proposed:.2f} | "
+              f"{spent / max(count, 1) * 1000:.0f} | {spent / proposed:.3f} | "
+              f"{spent / total:.1%} |")  # fmt: skip
+
+
 def summarise(label: str, samples: list[float]) -> str:
     return (
         f"| {label} | {len(samples):,} | {statistics.median(samples):.2f} | "
@@ -392,6 +445,11 @@ def main() -> None:
         "--relay", action="store_true",
         help="every process hears the feed through one `supervisor feed-relay`",
     )  # fmt: skip
+    parser.add_argument(
+        "--statements", action="store_true",
+        help="load pg_stat_statements in the throwaway cluster and print where the server's "
+        "time went, per proposal, statement by statement",
+    )  # fmt: skip
     parser.add_argument("--role", nargs=7, help="internal")
     options = parser.parse_args()
     if options.role:
@@ -411,7 +469,9 @@ def main() -> None:
         return
     if options.quick:
         options.seconds = 15.0
-    with postgres(options.pg_url) as cluster:
+    if options.statements and options.pg_url:
+        parser.error("--statements needs the throwaway cluster (it loads pg_stat_statements)")
+    with postgres(options.pg_url, options.statements) as cluster:
         url = cluster.create_database(f"team_{os.getpid()}")
         from supervisor.store.provider import SQLModelProvider
 
@@ -467,6 +527,8 @@ def main() -> None:
             child.stdin.write(f"{start_at!r}\n")
             child.stdin.flush()
         time.sleep(max(0.0, start_at - time.time()))
+        if options.statements:
+            reset_statements(url)
         server_began = server_cpu(cluster)
         load: list[float] = []
         if not options.no_tui:
@@ -481,6 +543,9 @@ def main() -> None:
         server_ended = server_cpu(cluster)
         relay.__exit__(None, None, None)
         outcome = verify(url)
+        proposed_now = sum(report["proposed"] for report in reports)
+        if options.statements and proposed_now:
+            print_statements(url, proposed_now)
     merged: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
     for report in reports:

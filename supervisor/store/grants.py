@@ -17,6 +17,7 @@ from sqlmodel import SQLModel
 from supervisor.canonical import canonical_json
 from supervisor.ledger.grants import GRANT_CREATE, GRANT_SUBJECT_PREFIX, Grant
 from supervisor.store.tables import AuditRow, GrantRow
+from supervisor.store.transaction import GuardCondition
 
 _GRANT = SQLModel.metadata.tables[GrantRow.__tablename__]
 #: The runtime asks this on every proposal of a grantable tool: built once.
@@ -42,11 +43,12 @@ LIVE_GRANT_PROBE = (
     .label("live_grant")
 )
 # A guard for a call read before a late chain lock (see TransactionBase): the tool still has
-# no live grant, with the same predicate; fails on the server (division_by_zero) otherwise.
-NO_LIVE_GRANT_GUARD = sa.text(
-    f"SELECT 1 / (NOT EXISTS (SELECT 1 FROM {_GRANT.name} WHERE tool_name = :probe_tool"
-    " AND revoked_at IS NULL AND expires_at > :probe_at))::int"
-).bindparams(sa.bindparam("probe_at", type_=_GRANT.c.expires_at.type))
+# no live grant, with the same predicate (checked in the same statement as the subjects).
+NO_LIVE_GRANT_GUARD = GuardCondition(
+    f"NOT EXISTS (SELECT 1 FROM {_GRANT.name} WHERE tool_name = :probe_tool"
+    " AND revoked_at IS NULL AND expires_at > :probe_at)",
+    (("probe_at", _GRANT.c.expires_at.type),),
+)
 _AUDIT = SQLModel.metadata.tables[AuditRow.__tablename__]
 
 

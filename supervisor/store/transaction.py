@@ -14,6 +14,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import sqlalchemy as sa
@@ -27,21 +28,37 @@ if TYPE_CHECKING:
 
 AUDIT_LOCK_KEY = 0x5355_5056_4155_4431  # "SUPVAUD1"
 _ADVISORY_LOCK = sa.text("SELECT pg_advisory_xact_lock(:key)")
-_GUARDS: dict[int, Any] = {}
-"""The guard statement for n subjects (see :func:`_guard_statement`), built once per n."""
 
 
-def _guard_statement(count: int) -> Any:
-    """A statement that fails on the server (``division_by_zero``) unless each of ``count``
+@dataclass(frozen=True)
+class GuardCondition:
+    """A condition a late-locking write's read depends on, beyond audit subjects: SQL that is
+    true while what was read still holds, with the types of its bound parameters."""
+
+    sql: str
+    types: tuple[tuple[str, Any], ...] = ()
+
+
+_GUARDS: dict[tuple[int, tuple[GuardCondition, ...]], Any] = {}
+"""The guard statement for n subjects and those conditions (:func:`_guard_statement`)."""
+
+
+def _guard_statement(count: int, conditions: tuple[GuardCondition, ...] = ()) -> Any:
+    """One statement that fails on the server (``division_by_zero``) unless each of ``count``
     subjects' newest audit seq is still the one read (``g_subject_<i>``, ``g_seq_<i>``; 0: no
-    record): sent right after the chain lock by a write whose first reads ran before it."""
-    statement = _GUARDS.get(count)
+    record) and every condition holds: sent right after the chain lock by a write whose first
+    reads ran before it (one statement, not one per kind of guard: each costs the server a
+    parse, a plan and an execution while the lock is held)."""
+    key = (count, conditions)
+    statement = _GUARDS.get(key)
     if statement is None:
-        unchanged = " AND ".join(
+        unchanged = [
             f"(SELECT coalesce(max(seq), 0) FROM audit WHERE subject = :g_subject_{i}) = :g_seq_{i}"
             for i in range(count)
-        )
-        statement = _GUARDS[count] = sa.text(f"SELECT 1 / ({unchanged})::int")
+        ]
+        holds = " AND ".join([*unchanged, *(f"({condition.sql})" for condition in conditions)])
+        binds = [sa.bindparam(name, type_=type_) for c in conditions for name, type_ in c.types]
+        statement = _GUARDS[key] = sa.text(f"SELECT 1 / ({holds})::int").bindparams(*binds)
     return statement
 
 
@@ -131,7 +148,7 @@ class TransactionBase:
         self.late = late and lock
         """The chain lock waits for the write's first statement that is not a guarded read."""
         self._guards: dict[str, int] = {}
-        self._other_guards: list[tuple[Any, dict[str, Any]]] = []
+        self._conditions: dict[GuardCondition, dict[str, Any]] = {}
         self._trail: tuple[str, list[AuditRecord]] | None = None
         self._committed = False
         """Committed with its last :meth:`pipelined` block: no statement may follow."""
@@ -316,13 +333,15 @@ class TransactionBase:
         taken: list[tuple[Any, dict[str, Any]]] = [(_ADVISORY_LOCK, {"key": AUDIT_LOCK_KEY})]
         if self.late:
             self._forget_unguarded()
-            if self._guards:
+            if self._guards or self._conditions:
                 params: dict[str, Any] = {}
                 for i, (subject, seq) in enumerate(self._guards.items()):
                     params[f"g_subject_{i}"] = subject
                     params[f"g_seq_{i}"] = seq
-                taken.append((_guard_statement(len(self._guards)), params))
-            taken.extend(self._other_guards)
+                for values in self._conditions.values():
+                    params |= values
+                statement = _guard_statement(len(self._guards), tuple(self._conditions))
+                taken.append((statement, params))
         return [(_compiled(statement), params) for statement, params in taken]
 
     @property
@@ -337,12 +356,13 @@ class TransactionBase:
         if self.reads_before_lock:
             self._guards.setdefault(subject, seq)
 
-    def _guard_with(self, statement: Any, params: dict[str, Any]) -> None:
-        """What was just read before the lock holds only while ``statement`` (a prebuilt
-        statement that divides by zero when it no longer does) passes: it is sent after the
-        lock. (A read that had to take the lock itself needs no guard.)"""
-        if self.reads_before_lock:
-            self._other_guards.append((statement, params))
+    def _guard_with(self, condition: GuardCondition, params: dict[str, Any]) -> None:
+        """What was just read before the lock holds only while ``condition`` does (with
+        ``params``; their names must not clash with another guard's): it is checked with the
+        subjects' guard, after the lock. (A read that had to take the lock itself needs no
+        guard.)"""
+        if self.reads_before_lock and self._conditions.setdefault(condition, params) != params:
+            raise ValueError("one guard condition with two sets of parameters")
 
     def lock_now(self) -> None:
         """Take the chain lock now if it is still to take (a late lock with its guard), before

@@ -312,3 +312,25 @@ def test_no_step_waits_a_round_trip_for_its_begin(
     ledger.cancel(ledger.propose("create_customer", "v1", {"name": "Alan"}).proposal_id, "bob")
     assert [command for command in alone if command.startswith(b"BEGIN")] == []
     assert ledger.get(other.proposal_id).status is ProposalStatus.EXECUTED
+
+
+def test_a_late_propose_checks_what_it_read_in_one_guard(
+    ledger: ApprovalLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A propose read the policy and "no live grant" before the lock: both are checked after
+    it by one statement (each statement costs the server while every writer waits)."""
+    import psycopg
+
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def spy(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    ledger.propose("create_customer", "v1", {"name": "Ada"})
+    monkeypatch.setattr(psycopg.Cursor, "execute", spy)
+    ledger.propose("create_customer", "v1", {"name": "Grace"})
+    guards = [query for query in sent if query.startswith("SELECT 1 / (")]
+    assert len(guards) == 1, guards
+    assert "FROM audit WHERE subject" in guards[0] and "FROM policy_grant" in guards[0]
