@@ -372,7 +372,7 @@ def feed_relay(url: str, wanted: bool) -> Iterator[None]:
 
 
 _STATEMENTS = """
-SELECT s.query, s.calls, s.total_exec_time, s.total_plan_time
+SELECT s.query, s.calls, s.total_exec_time, s.total_plan_time, s.plans
 FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
 WHERE d.datname = current_database()
 ORDER BY s.total_exec_time + s.total_plan_time DESC
@@ -407,13 +407,24 @@ def print_statements(url: str, proposed: int, top: int = 20) -> None:
           f"{total / proposed:.2f} ms of execution and planning a proposal")  # fmt: skip
     print("| statement | calls a proposal | us a call (exec + plan) | ms a proposal | share |")
     print("|---|---:|---:|---:|---:|")
-    for query, count, exec_ms, plan_ms in rows[:top]:
+    for query, count, exec_ms, plan_ms, _ in rows[:top]:
         spent = float(exec_ms) + float(plan_ms)
         text = " ".join(str(query).split())
         text = text if len(text) <= 90 else text[:87] + "..."
         print(f"| `{text.replace('|', '/')}` | {count / proposed:.2f} | "
               f"{spent / max(count, 1) * 1000:.0f} | {spent / proposed:.3f} | "
               f"{spent / total:.1%} |")  # fmt: skip
+    dump = os.environ.get("BENCH_TEAM_STATEMENTS")
+    if dump:  # every statement's full text and figures, for reading
+        Path(dump).write_text(
+            json.dumps(
+                [
+                    {"query": q, "calls": c, "exec_ms": e, "plan_ms": p, "plans": n}
+                    for q, c, e, p, n in rows
+                ],
+                indent=1,
+            )
+        )
 
 
 def summarise(label: str, samples: list[float]) -> str:

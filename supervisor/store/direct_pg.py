@@ -27,6 +27,9 @@ from sqlalchemy.dialects.postgresql import psycopg as psycopg_dialect
 from supervisor.store.direct import DirectResult, DirectStatement, RowsNotMatched
 
 _DIALECT = psycopg_dialect.dialect(paramstyle="format")  # type: ignore[no-untyped-call]
+_IN_TRANSACTION = psycopg.pq.TransactionStatus.INTRANS
+_PIPELINE_OFF = psycopg.pq.PipelineStatus.OFF
+_COMMAND_OK = psycopg.pq.ExecStatus.COMMAND_OK
 
 
 class PgDirectStatement(DirectStatement):
@@ -230,6 +233,37 @@ def read_together(
 
 def _roll_back(driver: psycopg.Connection[Any]) -> None:
     try:
-        driver.rollback()
+        rollback_keeping_statements(driver)
     except psycopg.Error as error:
         raise wrapped_error(error, "ROLLBACK") from error
+
+
+def rollback_keeping_statements(driver: Any) -> None:
+    """Roll the open (or failed) transaction back, keeping the session's prepared statements.
+
+    psycopg's ``rollback()`` forgets every statement it prepared and deallocates them on the
+    server, in case the transaction changed the schema (its own ``DROP``/``ALTER`` results
+    still clear them: psycopg reads those as they run). A ledger step that loses a race ends
+    in a rollback: on a busy team ledger several a second per process, so a process's hot
+    statements never stayed prepared (psycopg prepares one at its fifth run) and the server
+    parsed and planned nearly each one again (bench_team.py ``--statements``). A prepared
+    statement is not transactional; sent as a plain ``ROLLBACK`` on the driver's own
+    connection, the rollback leaves them be. Only a transaction without an error is rolled
+    back so: after a failed statement, a pipeline's later statements were skipped, a
+    statement psycopg meant to prepare among them too, and psycopg's rollback is what makes
+    it forget that one. ``driver``: a psycopg connection, or the pool's proxy of one (what
+    SQLAlchemy's ``do_rollback`` is given).
+
+    Raises:
+        psycopg.Error: The server refused the rollback, or the connection is gone.
+    """
+    connection = getattr(driver, "dbapi_connection", driver)
+    pgconn = connection.pgconn
+    if pgconn.transaction_status != _IN_TRANSACTION or pgconn.pipeline_status != _PIPELINE_OFF:
+        connection.rollback()  # nothing open (it sends nothing), an error, or mid-pipeline
+        return
+    result = pgconn.exec_(b"ROLLBACK")
+    if result.status != _COMMAND_OK:
+        raise psycopg.OperationalError(
+            f"ROLLBACK failed: {pgconn.get_error_message() or 'the connection is gone'}"
+        )

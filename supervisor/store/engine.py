@@ -310,6 +310,11 @@ def create_ledger_engine(
             resolved, echo=echo, hide_parameters=True, connect_args=connect_args
         )  # fmt: skip
         sa.event.listen(engine, "checkout", _ping_if_stirred(engine.dialect))
+        from supervisor.store.direct_pg import rollback_keeping_statements
+
+        # A lost race's rollback must not cost the process its prepared statements.
+        dialect: Any = engine.dialect
+        dialect.do_rollback = rollback_keeping_statements
         return engine
 
     if sqlite3.sqlite_version_info < MIN_SQLITE:

@@ -334,3 +334,35 @@ def test_a_late_propose_checks_what_it_read_in_one_guard(
     guards = [query for query in sent if query.startswith("SELECT 1 / (")]
     assert len(guards) == 1, guards
     assert "FROM audit WHERE subject" in guards[0] and "FROM policy_grant" in guards[0]
+
+
+def test_a_refused_step_leaves_the_connection_its_prepared_statements(
+    ledger: ApprovalLedger, engine: Engine
+) -> None:
+    """A step that loses a race rolls back; psycopg's own rollback would forget every
+    statement the connection prepared, so on a busy ledger they were parsed and planned
+    again nearly every time. Prepared statements are not transactional: they stay."""
+    from supervisor.ledger.errors import ApprovalAlreadyDecided
+
+    def prepared() -> int:
+        with engine.connect() as connection:  # the pool's one connection, the steps' too
+            return int(
+                connection.exec_driver_sql(
+                    "SELECT count(*) FROM pg_prepared_statements"
+                ).scalar_one()
+            )
+
+    for n in range(12):  # psycopg prepares a statement at its fifth run
+        done = ledger.propose("create_customer", "v1", {"name": f"Ada {n}"})
+        ledger.approve(done.proposal_id, "alice@example.com")
+        ledger.claim(done.proposal_id, done.args_hash, executor="w")
+        ledger.complete(done.proposal_id, "success", executor="w")
+    before = prepared()
+    assert before >= 5
+    for _ in range(3):
+        with pytest.raises(ApprovalAlreadyDecided):
+            ledger.approve(done.proposal_id, "bob@example.com")
+    assert prepared() >= before
+    again = ledger.propose("create_customer", "v1", {"name": "Grace"})
+    ledger.approve(again.proposal_id, "alice@example.com")
+    assert ledger.get(again.proposal_id).status is ProposalStatus.APPROVED
