@@ -245,8 +245,8 @@ def rollback_keeping_statements(driver: Any) -> None:
     server, in case the transaction changed the schema (its own ``DROP``/``ALTER`` results
     still clear them: psycopg reads those as they run). A ledger step that loses a race ends
     in a rollback: on a busy team ledger several a second per process, so a process's hot
-    statements never stayed prepared (psycopg prepares one at its fifth run) and the server
-    parsed and planned nearly each one again (bench_team.py ``--statements``). A prepared
+    statements never stayed prepared (psycopg prepares one at its fifth run by default) and
+    the server parsed and planned nearly each one again (bench_team.py ``--statements``). A prepared
     statement is not transactional; sent as a plain ``ROLLBACK`` on the driver's own
     connection, the rollback leaves them be. Only a transaction without an error is rolled
     back so: after a failed statement, a pipeline's later statements were skipped, a

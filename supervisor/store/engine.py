@@ -301,7 +301,10 @@ def create_ledger_engine(
     backend = resolved.get_backend_name()
     if backend == "postgresql":
         resolved = resolved.set(drivername="postgresql+psycopg")
-        connect_args: dict[str, Any] = {}
+        # Prepared at a statement's second run (psycopg's default: its fifth): each process
+        # runs the same few statements all day, and after a rollback that follows an error
+        # (psycopg then forgets what it prepared) they are prepared again sooner.
+        connect_args: dict[str, Any] = {"prepare_threshold": 1}
         if read_only:  # every transaction of the session is READ ONLY unless it asks otherwise
             given = resolved.query.get("options", "")
             given = given if isinstance(given, str) else " ".join(given)

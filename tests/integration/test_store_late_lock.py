@@ -352,7 +352,7 @@ def test_a_refused_step_leaves_the_connection_its_prepared_statements(
                 ).scalar_one()
             )
 
-    for n in range(12):  # psycopg prepares a statement at its fifth run
+    for n in range(12):  # psycopg prepares a statement at its second run (its default: fifth)
         done = ledger.propose("create_customer", "v1", {"name": f"Ada {n}"})
         ledger.approve(done.proposal_id, "alice@example.com")
         ledger.claim(done.proposal_id, done.args_hash, executor="w")
