@@ -280,11 +280,15 @@ async def tui_probe(url: str, seconds: float) -> list[float]:
     return latencies
 
 
+def _libpq(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
 def verify(url: str) -> dict[str, Any]:
     """Read the outcome straight from the database."""
     import psycopg
 
-    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as connection:
+    with psycopg.connect(_libpq(url)) as connection:
         statuses: dict[str, int] = dict(
             connection.execute("SELECT status, count(*) FROM proposal GROUP BY status").fetchall()
         )
@@ -386,10 +390,6 @@ def reset_statements(url: str) -> None:
     with psycopg.connect(_libpq(url), autocommit=True) as connection:
         connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         connection.execute("SELECT pg_stat_statements_reset()")
-
-
-def _libpq(url: str) -> str:
-    return url.replace("postgresql+psycopg://", "postgresql://", 1)
 
 
 def print_statements(url: str, proposed: int, top: int = 20) -> None:
