@@ -232,8 +232,10 @@ def read_together(
 
 
 def _roll_back(driver: psycopg.Connection[Any]) -> None:
+    """Roll back after a statement failed on the server (psycopg's rollback: it must forget
+    what the aborted pipeline meant to prepare, see :func:`rollback_keeping_statements`)."""
     try:
-        rollback_keeping_statements(driver)
+        driver.rollback()
     except psycopg.Error as error:
         raise wrapped_error(error, "ROLLBACK") from error
 
