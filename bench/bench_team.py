@@ -542,9 +542,12 @@ def main() -> None:
             reset_statements(url)
         server_began = server_cpu(cluster)
         load: list[float] = []
+        tui_cpu: float | None = None
         if not options.no_tui:
             time.sleep(max(0.0, start_at - time.time() + 2.0))
+            tui_began = time.process_time()
             load = asyncio.run(tui_probe(url, max(1.0, options.seconds - 4.0)))
+            tui_cpu = time.process_time() - tui_began
         reports = []
         for child in children:
             output, _ = child.communicate()
@@ -576,6 +579,8 @@ def main() -> None:
         cpu[kind] = cpu.get(kind, 0.0) + report["cpu_s"]
     print("CPU seconds from the start to the end of the loop (drain included), per role kind: "
           + ", ".join(f"{kind} {seconds:.1f}" for kind, seconds in cpu.items()))  # fmt: skip
+    if tui_cpu is not None:
+        print(f"TUI process CPU while probed under the load: {tui_cpu:.1f} s")
     if server_began is not None and server_ended is not None and proposed:
         used = server_ended - server_began
         print(f"server CPU over the loop: {used:.1f} s, {used / proposed * 1000:.2f} ms a proposal"

@@ -55,6 +55,10 @@ PENDING_CHANGES = frozenset(
 )
 """The actions that end a pending proposal or move its expiry: what a waiter for its decision
 follows (a quorum's ``approve_vote`` leaves it pending)."""
+LEFT_PENDING = frozenset(set(_DECISIONS) | set(_EXECUTION_STEPS) | {"expire", "claim", "reconcile"})
+"""The actions written only about a proposal that is no longer pending, or as it stops being
+pending. A proposal is pending only from its creation (``propose``), so one of these records
+proves it will never be pending again, without reading it."""
 
 
 def _text(value: Any) -> str | None:

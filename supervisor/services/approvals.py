@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from supervisor.ledger.errors import LedgerError, ProposalNotFound
+from supervisor.ledger.errors import LedgerError
 from supervisor.ledger.models import (
     SDK_RUNTIME,
     AuditRecord,
@@ -27,6 +27,7 @@ from supervisor.ledger.models import (
 from supervisor.ledger.operator_tokens import OPERATOR_SUBJECT_PREFIX
 from supervisor.ledger.policy import diff_arguments
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.ledger.trail import LEFT_PENDING
 from supervisor.services.connection import LedgerConnection
 from supervisor.services.guard import RenderedGuard, RenderGuardMissing
 from supervisor.services.identity import ApproverIdentity
@@ -170,12 +171,13 @@ class ApprovalsService:
             nonlocal checked
             if not self._loaded:
                 self.load()
-            self.poll(self.settings.poll_timeout)
+            change = self.poll(self.settings.poll_timeout)
             if time.monotonic() - checked >= ORPHAN_CHECK_SECONDS:
                 checked = time.monotonic()
                 self.refresh_orphans()
                 self.sweep_expired()
-            return 0.0
+            # After a change, let the next ones gather: they are read and shown as one.
+            return self.settings.inbox_interval if change is not None else 0.0
 
         try:
             self.connection.follow("approvals", read, self._stop)
@@ -243,7 +245,7 @@ class ApprovalsService:
         """Bring the pending set up to date with ``records`` (newer than any applied before)."""
         if not records:
             return None
-        subjects: dict[str, None] = {}
+        subjects: dict[str, set[str]] = {}
         decisions: list[AuditRecord] = []
         grants: list[AuditRecord] = []
         for record in records:
@@ -251,20 +253,26 @@ class ApprovalsService:
                 grants.append(record)
             if record.subject.startswith("grant:"):
                 continue  # a grant, not a proposal
-            subjects[record.subject] = None
+            subjects.setdefault(record.subject, set()).add(record.action)
             if record.action in DECISION_ACTIONS:
                 decisions.append(record)
-        upserted: list[Proposal] = []
         removed: list[str] = []
-        for subject in subjects:
+        wanted: list[str] = []
+        with self._lock:
+            shown = set(self._pending) if self._loaded else None
+        for subject, actions in subjects.items():
             if subject in ("retention", "policy") or subject.startswith(OPERATOR_SUBJECT_PREFIX):
                 continue  # not proposals
-            try:
-                proposal = self.ledger.get(subject)
-            except ProposalNotFound:
-                removed.append(subject)
-                continue
-            if proposal.status is ProposalStatus.PENDING:
+            if actions & LEFT_PENDING:
+                removed.append(subject)  # never pending again: nothing to read
+            elif shown is None or subject in shown or "propose" in actions:
+                wanted.append(subject)
+            # else: neither shown nor new, and a proposal is pending only from its creation
+        found = self.ledger.get_many(wanted)
+        upserted: list[Proposal] = []
+        for subject in wanted:
+            proposal = found.get(subject)
+            if proposal is not None and proposal.status is ProposalStatus.PENDING:
                 upserted.append(proposal)
             else:
                 removed.append(subject)

@@ -27,6 +27,10 @@ class SupervisorSettings:
         poll_timeout: Seconds a background reader waits on the change feed per round.
         inbox_first_page: Pending proposals read before the inbox is first shown.
         inbox_page: Pending proposals read per page after the first one.
+        inbox_interval: Least seconds between two reads of the change feed for the inbox
+            while changes keep coming: a lone change is shown at once, a stream of them in
+            batches, so a busy ledger redraws the inbox and the detail a few times a second,
+            not once per change.
         decision_settle_seconds: How long a proposal's arguments must have been on screen in
             full when an approve or edit key arrives, so a key meant for one proposal never
             decides another that moved under the cursor (a row decided elsewhere vanishing, keys
@@ -44,6 +48,7 @@ class SupervisorSettings:
     poll_timeout: float = 0.5
     inbox_first_page: int = 200
     inbox_page: int = 1_000
+    inbox_interval: float = 0.1
     decision_settle_seconds: float = 0.5
     notify: frozenset[str] = frozenset(CHANNELS)
     webhooks: bool = True

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
-from sqlmodel import SQLModel, col, select
+from sqlmodel import SQLModel
 
 from supervisor.canonical import canonical_json
 from supervisor.ledger.audit import GENESIS_HASH, chain_hash_json, chained_text
@@ -37,6 +37,12 @@ SELECT_SUBJECT_AUDIT = (
     sa.select(_AUDIT).where(_AUDIT.c.subject == sa.bindparam("w_subject")).order_by(_AUDIT.c.seq)
 )
 _INSERT_AUDIT = sa.insert(_AUDIT)
+_SELECT_AUDIT_AFTER = (
+    sa.select(_AUDIT)
+    .where(_AUDIT.c.seq > sa.bindparam("w_seq"))
+    .order_by(_AUDIT.c.seq)
+    .limit(sa.bindparam("w_limit"))
+)
 # PostgreSQL: a batch of audit records from one JSON array (one parameter: psycopg would
 # quote text arrays element by element in Python), and one NOTIFY per record in seq order, each
 # on its action's channel, in one statement (a data-modifying CTE runs to completion
@@ -197,8 +203,8 @@ class AuditLog(TransactionBase):
 
     def audit_after(self, seq: int, limit: int = 500) -> list[AuditRecord]:
         """Audit records with seq greater than ``seq``, ascending."""
-        query = select(AuditRow).where(AuditRow.seq > seq).order_by(col(AuditRow.seq)).limit(limit)
-        return [audit_from_row(row) for row in self.session.exec(query).all()]
+        rows = self._hot(_SELECT_AUDIT_AFTER, {"w_seq": seq, "w_limit": limit}).all()
+        return [audit_from_row(row) for row in rows]
 
     def audit_matching(
         self,

@@ -72,6 +72,15 @@ _AUDIT = SQLModel.metadata.tables[AuditRow.__tablename__]
 # Hot-path statements, built once: executing a prebuilt statement with plain parameter dicts
 # skips statement construction and cache-key generation on every call.
 _SELECT_PROPOSAL = sa.select(_PROPOSAL).where(_PROPOSAL.c.id == sa.bindparam("w_id"))
+# Several proposals by id: one statement text for any number of ids (PostgreSQL binds an
+# array, so the connection keeps one prepared statement; SQLite expands the list).
+_SELECT_PROPOSALS_PG = sa.select(_PROPOSAL).where(
+    _PROPOSAL.c.id == sa.any_(sa.bindparam("w_ids", type_=sa.ARRAY(sa.String)))
+)
+_SELECT_PROPOSALS = sa.select(_PROPOSAL).where(
+    _PROPOSAL.c.id.in_(sa.bindparam("w_ids", expanding=True))
+)
+_IDS_PER_STATEMENT = 500
 _SELECT_EXECUTION = sa.select(_EXECUTION).where(
     _EXECUTION.c.proposal_id == sa.bindparam("w_proposal_id")
 )
@@ -219,6 +228,18 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
         """The proposal with that id, if any."""
         row = self._hot(_SELECT_PROPOSAL, {"w_id": proposal_id}).first()
         return proposal_from_row(row) if row else None
+
+    def proposals_by_id(self, proposal_ids: Collection[str]) -> dict[str, Proposal]:
+        """The proposals with these ids that exist, by id (one statement per 500 ids)."""
+        ids = list(dict.fromkeys(proposal_ids))
+        statement = _SELECT_PROPOSALS_PG if self.dialect == "postgresql" else _SELECT_PROPOSALS
+        found: dict[str, Proposal] = {}
+        for start in range(0, len(ids), _IDS_PER_STATEMENT):
+            chunk = ids[start : start + _IDS_PER_STATEMENT]
+            for row in self._hot(statement, {"w_ids": chunk}).all():
+                proposal = proposal_from_row(row)
+                found[proposal.proposal_id] = proposal
+        return found
 
     def proposal_for_write(
         self, proposal_id: str, *, trail: bool = False

@@ -62,15 +62,15 @@ def test_a_feed_read_that_fails_half_way_is_read_again_from_the_same_cursor(
     service = ApprovalsService(provider.ledger, identity)
     service.load()
     proposal = propose(provider.ledger)
-    real_get = provider.ledger.get
+    real_get_many = provider.ledger.get_many
     failures = [LedgerUnavailable("server closed the connection")]
 
-    def get_once_failing(proposal_id: str, *args: Any, **kwargs: Any) -> Any:
+    def get_once_failing(proposal_ids: Any, *args: Any, **kwargs: Any) -> Any:
         if failures:
             raise failures.pop()
-        return real_get(proposal_id, *args, **kwargs)
+        return real_get_many(proposal_ids, *args, **kwargs)
 
-    monkeypatch.setattr(provider.ledger, "get", get_once_failing)
+    monkeypatch.setattr(provider.ledger, "get_many", get_once_failing)
     with pytest.raises(LedgerUnavailable):
         service.poll(0.5)
     assert not failures  # the failing read happened

@@ -72,6 +72,7 @@ class DetailPane(Vertical):
         self.rendered = False
         self.history: list[AuditRecord] = []
         self.waiter: ProposalWaiter | None = None
+        self._drawn: dict[str, Text | str] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("Select a proposal or a trace event.", id="detail-header")
@@ -97,7 +98,7 @@ class DetailPane(Vertical):
             self.history = []
             self.waiter = None
             self.arguments.show(proposal)
-        self.query_one("#detail-blob", Static).update("")
+        self._put("detail-blob", "")
         self.set_class(proposal is not None, "-proposal")
         self.set_class(False, "-event")
         self._refresh_text()
@@ -129,8 +130,9 @@ class DetailPane(Vertical):
         self.set_class(False, "-proposal")
         self.set_class(True, "-event")
         self.arguments.show_value(event.payload)
-        self.query_one("#detail-header", Static).update(
-            literal(f"{event.kind}  {event.tool or ''}  {event.outcome_status or ''}")
+        self._put(
+            "detail-header",
+            literal(f"{event.kind}  {event.tool or ''}  {event.outcome_status or ''}"),
         )
         fields = [
             f"agent       {event.agent_id or '-'}",
@@ -142,10 +144,10 @@ class DetailPane(Vertical):
         decided_by = event.payload.get("decided_by")
         if decided_by is not None:  # a rule or grant of the stored policy decided the call
             fields.append(f"decided by  {decided_by}")
-        self.query_one("#detail-fields", Static).update(Text(_escaped_lines(fields)))
+        self._put("detail-fields", Text(_escaped_lines(fields)))
         pointer = "" if not event.blob_ref else f"result offloaded: {event.blob_ref}  (o: open)"
-        self.query_one("#detail-blob", Static).update(literal(pointer))
-        self.query_one("#detail-history", Static).update("")
+        self._put("detail-blob", literal(pointer))
+        self._put("detail-history", "")
 
     def show_blob(self, blob: Blob | None, error: str | None) -> None:
         """Show the offloaded result's pointer: digest, size, type, preview, integrity."""
@@ -160,22 +162,27 @@ class DetailPane(Vertical):
                 f"preview: {blob.preview[:300]}",
                 "(o: open the full result)",
             ]
-        self.query_one("#detail-blob", Static).update(Text(_escaped_lines(lines)))
+        self._put("detail-blob", Text(_escaped_lines(lines)))
+
+    def _put(self, static_id: str, content: Text | str) -> None:
+        """Show ``content`` in one of the pane's texts, unless it shows that already: an
+        update lays the screen out again, and the pane is refreshed by every step of loading a
+        proposal (its row, its history, its arguments drawn)."""
+        if self._drawn.get(static_id) != content:
+            self._drawn[static_id] = content
+            self.query_one(f"#{static_id}", Static).update(content)
 
     def _refresh_text(self) -> None:
-        header = self.query_one("#detail-header", Static)
-        fields = self.query_one("#detail-fields", Static)
-        history = self.query_one("#detail-history", Static)
         proposal = self.proposal
         if proposal is None:
-            header.update("Select a proposal or a trace event.")
-            fields.update("")
-            history.update("")
+            self._put("detail-header", "Select a proposal or a trace event.")
+            self._put("detail-fields", "")
+            self._put("detail-history", "")
             return
         args_hash = proposal.args_hash if self.full_hash else short_hash(proposal.args_hash)
         seen, total = self.arguments.rows_seen
         shown = "all arguments shown" if self.rendered else f"shown {seen}/{total} rows — scroll"
-        header.update(literal(f"{proposal.tool_name}  [{proposal.status.value}]"))
+        self._put("detail-header", literal(f"{proposal.tool_name}  [{proposal.status.value}]"))
         rows = [
             f"id          {proposal.proposal_id}",
             f"args hash   {args_hash}{'' if self.full_hash else '…  (h: full)'}",
@@ -206,7 +213,9 @@ class DetailPane(Vertical):
             orphaned = self.waiter.orphans(proposal)
             rows.append(f"{'ORPHANED   ' if orphaned else 'waiter     '} {self.waiter.describe()}")
         rows.append(f"review      {shown}")
-        fields.update(Text(_escaped_lines(rows)))
+        self._put("detail-fields", Text(_escaped_lines(rows)))
         self.set_class(self.rendered, "-rendered")
         lines = history_lines(self.history)
-        history.update(Text("history\n" + ("\n".join(lines) if lines else "(loading)")))
+        self._put(
+            "detail-history", Text("history\n" + ("\n".join(lines) if lines else "(loading)"))
+        )
