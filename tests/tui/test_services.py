@@ -83,6 +83,37 @@ def test_feed_updates_the_pending_set_and_reports_decisions(
     service.unsubscribe(changes.append)
 
 
+def test_a_stream_of_changes_reaches_the_inbox_in_batches(
+    provider: SQLModelProvider, identity: ApproverIdentity
+) -> None:
+    """The feed thread pauses ``inbox_interval`` after each change it publishes, so a ledger
+    changing 100 times a second redraws the inbox a few times a second, and nothing is lost."""
+    settings = SupervisorSettings(poll_timeout=0.05, inbox_interval=0.25)
+    service = ApprovalsService(provider.ledger, identity, settings)
+    changes: list[InboxChange] = []
+    service.subscribe(changes.append)
+    service.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not service.loaded and time.monotonic() < deadline:
+            time.sleep(0.01)
+        published = len(changes)
+        started = time.monotonic()
+        made = []
+        for n in range(40):
+            made.append(propose(provider.ledger, arguments={"name": f"n{n}"}))
+            time.sleep(0.01)
+        while len(service.pending()) < 40 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        elapsed = time.monotonic() - started
+    finally:
+        service.stop()
+    assert {p.proposal_id for p in service.pending()} == {p.proposal_id for p in made}
+    # At most one change per interval, plus the first (shown at once): never one per proposal.
+    assert len(changes) - published <= elapsed / settings.inbox_interval + 1
+    assert len(changes) - published < 40
+
+
 def test_the_feed_starts_where_the_inbox_was_read_and_history_still_goes_back(
     provider: SQLModelProvider, identity: ApproverIdentity
 ) -> None:
