@@ -39,6 +39,8 @@ from supervisor.store.repository import AuditEntry, LedgerTx, Repository, RowsNo
 _T = TypeVar("_T")
 
 DEFAULT_TTL_SECONDS = 24 * 3600.0
+#: Late attempts of a write (chain lock taken with its writes) before one takes the lock first.
+_LATE_ATTEMPTS = 2
 
 
 def validated_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -228,13 +230,20 @@ class LedgerBase:
         while the server runs the writes, not across the step's round trips), and again with
         the lock taken first if what it read before the lock changed meanwhile (another write
         of the same proposal or of the policy won the race; the rerun then reports the state it
-        finds). A late attempt that misses committed nothing."""
+        finds). A late attempt that misses committed nothing.
+
+        A miss is tried late once more before the lock is taken first: the write it lost to
+        has committed, so the new read sees it, and a step that can no longer happen (the
+        claim another executor won, an approval already decided) is refused without taking
+        the lock at all; only a second miss takes it first, so no step misses for ever."""
         if self.repository.dialect != "postgresql":
             return step(False)
-        try:
-            return step(True)
-        except RowsNotMatched:
-            return step(False)
+        for _ in range(_LATE_ATTEMPTS):
+            try:
+                return step(True)
+            except RowsNotMatched:
+                continue
+        return step(False)
 
     def _now(self) -> datetime:
         return as_utc(self.clock.now())

@@ -93,6 +93,15 @@ class _Decision(NamedTuple):
     grants: bool
 
 
+class _Checked(NamedTuple):
+    """A decision read and checked, its writes still to send (``_write_decision``)."""
+
+    current: Proposal
+    decision: _Decision
+    payload: dict[str, Any]
+    now: datetime
+
+
 #: Errors that end a whole write, not one decision in it.
 _WHOLE_WRITE_ERRORS = (LedgerBusy, LedgerUnavailable)
 
@@ -415,6 +424,20 @@ class ApprovalLedger(
             The decided proposal, or the error to raise once ``tx`` commits: its expiry,
             recorded in ``tx``. An error raised wrote nothing for this proposal.
         """
+        checked = self._check_decision(tx, proposal_id, decision)
+        if not isinstance(checked, _Checked):
+            return checked
+        return self._write_decision(tx, checked, last=last, explain_miss=explain_miss)
+
+    def _check_decision(
+        self, tx: LedgerTx, proposal_id: str, decision: _Decision
+    ) -> Proposal | LedgerError | _Checked:
+        """The reads and checks of :meth:`_decide_in_tx`: the decision to write, or what it
+        came to without a decision record (an expiry or a quorum vote, written here).
+
+        Raises:
+            LedgerError: The proposal cannot be decided (nothing was written for it).
+        """
         now = self._now()
         current, _ = self._load_for_write(tx, proposal_id)
         if current.status is not decision.from_status:
@@ -438,6 +461,14 @@ class ApprovalLedger(
         )  # fmt: skip
         if action == "approve" and current.approvals_required > 1:
             payload["quorum"] = [vote.identity for vote in current.approvals]
+        return _Checked(current, decision, payload, now)
+
+    def _write_decision(
+        self, tx: LedgerTx, checked: _Checked, *, last: bool, explain_miss: bool = True
+    ) -> Proposal:
+        """The writes of a checked decision: the conditional UPDATE and its audit record."""
+        current, decision, now = checked.current, checked.decision, checked.now
+        proposal_id = current.proposal_id
         try:
             with tx.pipelined(commit=last):
                 changed = tx.update_proposal_from(
@@ -445,13 +476,13 @@ class ApprovalLedger(
                     expect_status=decision.from_status,
                     values={
                         "status": decision.to_status, "decided_at": now, "updated_at": now,
-                        "approver_id": approver_id, "approver_context": decision.context,
-                        "decision_reason": reason,
+                        "approver_id": decision.approver_id,
+                        "approver_context": decision.context, "decision_reason": decision.reason,
                     },
                 )  # fmt: skip
                 tx.append_audit(
-                    at=now, actor=approver_id, action=action, subject=proposal_id,
-                    payload=payload,
+                    at=now, actor=decision.approver_id, action=decision.action,
+                    subject=proposal_id, payload=checked.payload,
                 )  # fmt: skip
         except RowsNotMatched:
             if not explain_miss or tx.late:
@@ -529,22 +560,42 @@ class ApprovalLedger(
             approver_id=approver_id, reason=reason, context=self._context(context, via),
             identity=EnvironmentIdentity.current(), grants=True,
         )  # fmt: skip
-        outcomes: builtins.list[Proposal | LedgerError] = []
-        try:
-            with self.repository.write() as tx:
+        named_once = len(set(proposal_ids)) == len(proposal_ids)
+
+        def decide_all(late: bool) -> builtins.list[Proposal | LedgerError]:
+            # Late (PostgreSQL): every proposal is read and checked before the chain lock, and
+            # the lock, the guards and all the writes go in one pipeline with the COMMIT.
+            # Lock first, and for a batch that names a proposal twice: each is read and written
+            # in turn (so the second time it is already decided).
+            late = late and named_once
+            outcomes: builtins.list[Proposal | LedgerError | _Checked] = []
+            with self.repository.write(late_lock=late) as tx:
                 for proposal_id in proposal_ids:
                     try:
-                        outcomes.append(self._decide_in_tx(
-                            tx, proposal_id, decision, last=False, explain_miss=False
-                        ))  # fmt: skip
+                        if late:
+                            outcomes.append(self._check_decision(tx, proposal_id, decision))
+                        else:
+                            outcomes.append(self._decide_in_tx(
+                                tx, proposal_id, decision, last=False, explain_miss=False
+                            ))  # fmt: skip
                     except _WHOLE_WRITE_ERRORS:
                         raise
                     except LedgerError as error:  # raised before it wrote anything
                         outcomes.append(error)
+                with tx.pipelined(commit=True):
+                    decided = [
+                        self._write_decision(tx, outcome, last=False, explain_miss=False)
+                        if isinstance(outcome, _Checked) else outcome
+                        for outcome in outcomes
+                    ]  # fmt: skip
+            return decided
+
+        try:
+            return tuple(self._late_or_early(decide_all))
         except RowsNotMatched:
             # A row changed outside the supervisor: the write was rolled back. Decide each on
             # its own, so each reports its real state.
-            outcomes = []
+            outcomes: builtins.list[Proposal | LedgerError] = []
             for proposal_id in proposal_ids:
                 try:
                     outcomes.append(self.approve(proposal_id, approver_id, reason,

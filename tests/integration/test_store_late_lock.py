@@ -366,3 +366,109 @@ def test_a_refused_step_leaves_the_connection_its_prepared_statements(
     again = ledger.propose("create_customer", "v1", {"name": "Grace"})
     ledger.approve(again.proposal_id, "alice@example.com")
     assert ledger.get(again.proposal_id).status is ProposalStatus.APPROVED
+
+
+class WriteLog:
+    """Each write transaction the ledger opens in this thread: True when its lock is late."""
+
+    def __init__(self, ledger: ApprovalLedger, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.by_thread: dict[int, list[bool]] = {}
+        real = ledger.repository.write
+
+        def write(*args: Any, late_lock: bool = False, **kwargs: Any) -> Any:
+            self.by_thread.setdefault(threading.get_ident(), []).append(late_lock)
+            return real(*args, late_lock=late_lock, **kwargs)
+
+        monkeypatch.setattr(ledger.repository, "write", write)
+
+
+def test_a_claim_that_lost_its_race_is_refused_without_taking_the_lock_first(
+    ledger: ApprovalLedger, engine: Engine, chain_lock: ChainLock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both executors read "approved" before either holds the lock; the loser's late write
+    misses its guard. Its second late read sees the winner's claim and refuses there, so the
+    loser never queues for the lock again just to find out it lost."""
+    proposal = ledger.propose("refund", "h", {"amount": 5})
+    ledger.approve(proposal.proposal_id, "ops")
+    log = WriteLog(ledger, monkeypatch)
+    chain_lock.hold()
+    threads = []
+    for waiting, executor in enumerate(("one", "two"), start=1):
+
+        def claim(executor: str = executor) -> Any:
+            return ledger.claim(proposal.proposal_id, proposal.args_hash, executor=executor)
+
+        threads.append(_in_thread(claim))
+        _until(lambda n=waiting: _waiting_for_the_lock(engine) == n, f"claim {waiting} waits")
+    chain_lock.release()
+    for thread, _ in threads:
+        thread.join(10)
+    outcomes = [outcome for _, outcome in threads]
+    won = [outcome for outcome in outcomes if "value" in outcome]
+    lost = [outcome for outcome in outcomes if "error" in outcome]
+    assert len(won) == 1 and len(lost) == 1, outcomes
+    assert lost[0]["error"].code == "approval_already_decided"
+    attempts = sorted(log.by_thread.values(), key=len)
+    assert attempts == [[True], [True, True]], attempts  # never the lock first
+    assert [r.action for r in ledger.audit_of(proposal.proposal_id)] == [
+        "propose", "approve", "claim",
+    ]  # fmt: skip
+    assert ledger.verify().ok
+
+
+def test_a_step_that_keeps_missing_late_takes_the_lock_first(ledger: ApprovalLedger) -> None:
+    attempts: list[bool] = []
+
+    def step(late: bool) -> str:
+        attempts.append(late)
+        if late:
+            raise RowsNotMatched("the guard missed")
+        return "done"
+
+    assert ledger._late_or_early(step) == "done"
+    assert attempts == [True, True, False]
+
+
+def test_approve_many_reads_its_proposals_before_the_lock_and_reruns_late_after_a_race(
+    ledger: ApprovalLedger,
+    engine: Engine,
+    clock: Any,
+    chain_lock: ChainLock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch reads and checks every proposal before the chain lock, and sends the lock,
+    the guards, the writes and the COMMIT together. Another approver wins one of them while
+    the batch waits: the guard misses, and the batch's second late read finds that one
+    decided, reports it, and approves the rest, still without taking the lock first."""
+    first, contested, last = (ledger.propose("refund", "h", {"amount": n}) for n in (1, 2, 3))
+    other = ApprovalLedger(engine, clock)
+    log = WriteLog(ledger, monkeypatch)
+    chain_lock.hold()
+    try:
+        rival, rival_outcome = _in_thread(lambda: other.approve(contested.proposal_id, "rival"))
+        _until(lambda: _waiting_for_the_lock(engine) == 1, "the rival approval waits")
+        ids = [first.proposal_id, contested.proposal_id, last.proposal_id]
+        batch, batch_outcome = _in_thread(lambda: ledger.approve_many(ids, "ops", "ok"))
+        _until(lambda: _waiting_for_the_lock(engine) == 2, "the batch waits behind it")
+        chain_lock.release()
+        rival.join(10)
+        batch.join(10)
+    finally:
+        other.close()
+    assert "error" not in rival_outcome and "error" not in batch_outcome, batch_outcome
+    outcomes = batch_outcome["value"]
+    assert outcomes[0].status is ProposalStatus.APPROVED and outcomes[0].approver_id == "ops"
+    assert outcomes[1].code == "approval_already_decided"  # the rival's
+    assert outcomes[2].status is ProposalStatus.APPROVED
+    assert ledger.get(contested.proposal_id).approver_id == "rival"
+    assert list(log.by_thread.values()) == [[True, True]]  # late twice, never the lock first
+    assert ledger.verify().ok
+
+
+def test_approve_many_names_a_proposal_twice_and_decides_it_once(ledger: ApprovalLedger) -> None:
+    proposal = ledger.propose("refund", "h", {"amount": 1})
+    once, twice = ledger.approve_many([proposal.proposal_id, proposal.proposal_id], "ops")
+    assert not isinstance(once, Exception) and once.status is ProposalStatus.APPROVED
+    assert isinstance(twice, Exception) and twice.code == "approval_already_decided"
+    assert [r.action for r in ledger.audit_of(proposal.proposal_id)] == ["propose", "approve"]
+    assert ledger.verify().ok
