@@ -570,6 +570,8 @@ class ApprovalLedger(
             late = late and named_once
             outcomes: builtins.list[Proposal | LedgerError | _Checked] = []
             with self.repository.write(late_lock=late) as tx:
+                if late:
+                    tx.prefetch_for_late_write(proposal_ids)
                 for proposal_id in proposal_ids:
                     try:
                         if late:

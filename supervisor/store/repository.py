@@ -120,16 +120,18 @@ _POLICY_SEQ = _subject_seq(sa.literal(POLICY_SUBJECT), "policy_seq")
 # The first read of a write that takes the chain lock late (see TransactionBase): no chain tip
 # (the server chains the records under the lock), and the newest audit seqs of the proposal
 # and of the policy, which the lock's guard checks again.
-_SELECT_FOR_LATE_WRITE = (
-    sa.select(
-        _PROPOSAL,
-        *[column.label(EXECUTION_PREFIX + column.name) for column in _EXECUTION.c],
-        *POLICY_IN_FORCE_COLUMNS,
-        _subject_seq(_PROPOSAL.c.id, "subject_seq"),
-        _POLICY_SEQ,
-    )
-    .select_from(_PROPOSAL.outerjoin(_EXECUTION, _EXECUTION.c.proposal_id == _PROPOSAL.c.id))
-    .where(_PROPOSAL.c.id == sa.bindparam("w_id"))
+_LATE_WRITE_COLUMNS = sa.select(
+    _PROPOSAL,
+    *[column.label(EXECUTION_PREFIX + column.name) for column in _EXECUTION.c],
+    *POLICY_IN_FORCE_COLUMNS,
+    _subject_seq(_PROPOSAL.c.id, "subject_seq"),
+    _POLICY_SEQ,
+).select_from(_PROPOSAL.outerjoin(_EXECUTION, _EXECUTION.c.proposal_id == _PROPOSAL.c.id))
+_SELECT_FOR_LATE_WRITE = _LATE_WRITE_COLUMNS.where(_PROPOSAL.c.id == sa.bindparam("w_id"))
+# The same for several proposals in one statement (``approve_many``): one snapshot, one round
+# trip before the lock.
+_SELECT_FOR_LATE_WRITES = _LATE_WRITE_COLUMNS.where(
+    _PROPOSAL.c.id == sa.any_(sa.bindparam("w_ids", type_=sa.ARRAY(sa.String)))
 )
 # A new proposal's first read: the policy in force and the audit chain tip in one statement.
 _IN_FORCE_AND_TIP = sa.select(
@@ -263,6 +265,8 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
             )  # fmt: skip
             self._trail = (proposal_id, [audit_from_row(record) for record in records])
             row = found.first()
+        elif late and self._prefetched is not None and proposal_id in self._prefetched:
+            row = self._prefetched.pop(proposal_id)
         elif late:
             row = self._hot_before_lock(statement, {"w_id": proposal_id}).first()
         else:
@@ -280,6 +284,19 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
             self._keep_tip(row)
         self._keep_policy_in_force(row)
         return proposal_from_row(row), joined_execution(row)
+
+    def prefetch_for_late_write(self, proposal_ids: Sequence[str]) -> None:
+        """PostgreSQL, before a late lock: read what :meth:`proposal_for_write` (without the
+        trail) will read for each of these proposals, all in one statement; each is then
+        guarded as it is taken, and what is not taken before the lock is dropped."""
+        ids = list(dict.fromkeys(proposal_ids))
+        if len(ids) < 2 or self.dialect != "postgresql" or not self.reads_before_lock:
+            return
+        rows = self._hot_before_lock(_SELECT_FOR_LATE_WRITES, {"w_ids": ids}).all()
+        self._prefetched = dict.fromkeys(ids) | {row.id: row for row in rows}
+
+    _prefetched: dict[str, Any] | None = None
+    """Rows read by :meth:`prefetch_for_late_write` and not taken yet (``None``: not found)."""
 
     def _keep_tip(self, row: Any) -> None:
         """Take the chain tip read with :data:`_TIP_COLUMNS` (unless one is held already)."""
@@ -328,6 +345,7 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
     force is used."""
 
     def _forget_unguarded(self) -> None:
+        self._prefetched = None
         if self._policy_seq_read is not None:  # read before the lock, never used: read again
             self._policy_seq_read = None
             self._forget_policy_in_force()

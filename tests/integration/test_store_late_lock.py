@@ -25,8 +25,9 @@ from supervisor.ledger.errors import ApproverNotAllowed
 from supervisor.ledger.models import ProposalStatus, TraceEvent
 from supervisor.ledger.policy import ApprovalPolicy
 from supervisor.ledger.service import ApprovalLedger
+from supervisor.store import repository
 from supervisor.store.notify import ALL_CHANNELS, notice_channel, notice_payload
-from supervisor.store.repository import AUDIT_LOCK_KEY, RowsNotMatched
+from supervisor.store.repository import AUDIT_LOCK_KEY, LedgerTx, RowsNotMatched
 
 pytestmark = pytest.mark.postgres
 
@@ -471,4 +472,25 @@ def test_approve_many_names_a_proposal_twice_and_decides_it_once(ledger: Approva
     assert not isinstance(once, Exception) and once.status is ProposalStatus.APPROVED
     assert isinstance(twice, Exception) and twice.code == "approval_already_decided"
     assert [r.action for r in ledger.audit_of(proposal.proposal_id)] == ["propose", "approve"]
+    assert ledger.verify().ok
+
+
+def test_approve_many_reads_its_proposals_in_one_statement(
+    ledger: ApprovalLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = [ledger.propose("refund", "h", {"amount": n}).proposal_id for n in range(4)]
+    before_lock: list[Any] = []
+    real = LedgerTx._hot_before_lock
+
+    def recorded(tx: LedgerTx, statement: Any, params: Any = None) -> Any:
+        before_lock.append(statement)
+        return real(tx, statement, params)
+
+    monkeypatch.setattr(LedgerTx, "_hot_before_lock", recorded)
+    outcomes = ledger.approve_many([*ids, "0" * 32], "ops")
+    assert [getattr(o, "status", None) for o in outcomes[:4]] == [ProposalStatus.APPROVED] * 4
+    assert outcomes[4].code == "proposal_not_found"
+    reads = (repository._SELECT_FOR_LATE_WRITE, repository._SELECT_FOR_LATE_WRITES)
+    proposal_reads = [statement for statement in before_lock if statement in reads]
+    assert proposal_reads == [repository._SELECT_FOR_LATE_WRITES]
     assert ledger.verify().ok
