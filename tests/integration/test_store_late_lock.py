@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from supervisor.canonical import args_hash as compute_args_hash
-from supervisor.ledger.errors import ApproverNotAllowed
+from supervisor.ledger.errors import ApproverNotAllowed, LedgerError
 from supervisor.ledger.models import ProposalStatus, TraceEvent
 from supervisor.ledger.policy import ApprovalPolicy
 from supervisor.ledger.service import ApprovalLedger
@@ -400,7 +400,11 @@ def test_a_claim_that_lost_its_race_is_refused_without_taking_the_lock_first(
             return ledger.claim(proposal.proposal_id, proposal.args_hash, executor=executor)
 
         threads.append(_in_thread(claim))
-        _until(lambda n=waiting: _waiting_for_the_lock(engine) == n, f"claim {waiting} waits")
+
+        def queued(n: int = waiting) -> bool:
+            return _waiting_for_the_lock(engine) == n
+
+        _until(queued, f"claim {waiting} waits")
     chain_lock.release()
     for thread, _ in threads:
         thread.join(10)
@@ -489,7 +493,7 @@ def test_approve_many_reads_its_proposals_in_one_statement(
     monkeypatch.setattr(LedgerTx, "_hot_before_lock", recorded)
     outcomes = ledger.approve_many([*ids, "0" * 32], "ops")
     assert [getattr(o, "status", None) for o in outcomes[:4]] == [ProposalStatus.APPROVED] * 4
-    assert outcomes[4].code == "proposal_not_found"
+    assert isinstance(outcomes[4], LedgerError) and outcomes[4].code == "proposal_not_found"
     reads = (repository._SELECT_FOR_LATE_WRITE, repository._SELECT_FOR_LATE_WRITES)
     proposal_reads = [statement for statement in before_lock if statement in reads]
     assert proposal_reads == [repository._SELECT_FOR_LATE_WRITES]
