@@ -99,8 +99,7 @@ class DetailPane(Vertical):
             self.waiter = None
             self.arguments.show(proposal)
         self._put("detail-blob", "")
-        self.set_class(proposal is not None, "-proposal")
-        self.set_class(False, "-event")
+        self._mark_header(proposal=proposal is not None)
         self._refresh_text()
 
     def show_history(
@@ -127,8 +126,7 @@ class DetailPane(Vertical):
     def show_event(self, event: TraceEvent) -> None:
         """Show a trace event: its fields, payload and any offloaded-result pointer."""
         self.proposal, self.event, self.rendered = None, event, False
-        self.set_class(False, "-proposal")
-        self.set_class(True, "-event")
+        self._mark_header(proposal=False)
         self.arguments.show_value(event.payload)
         self._put(
             "detail-header",
@@ -172,6 +170,14 @@ class DetailPane(Vertical):
             self._drawn[static_id] = content
             self.query_one(f"#{static_id}", Static).update(content)
 
+    def _mark_header(self, *, proposal: bool, rendered: bool = False) -> None:
+        """Colour the header by what is shown (a proposal, its arguments all drawn). The
+        classes go on the header, the one node they style: a class changed on the pane would
+        restyle every node in it, and under a busy inbox the selection changes often."""
+        header = self.query_one("#detail-header", Static)
+        header.set_class(proposal, "-proposal")
+        header.set_class(rendered, "-rendered")
+
     def _refresh_text(self) -> None:
         proposal = self.proposal
         if proposal is None:
@@ -214,7 +220,7 @@ class DetailPane(Vertical):
             rows.append(f"{'ORPHANED   ' if orphaned else 'waiter     '} {self.waiter.describe()}")
         rows.append(f"review      {shown}")
         self._put("detail-fields", Text(_escaped_lines(rows)))
-        self.set_class(self.rendered, "-rendered")
+        self._mark_header(proposal=True, rendered=self.rendered)
         lines = history_lines(self.history)
         self._put(
             "detail-history", Text("history\n" + ("\n".join(lines) if lines else "(loading)"))
