@@ -127,6 +127,7 @@ def test_a_factory_off_the_allowlist_is_not_imported_and_the_error_says_how_to_f
     with ScriptedModel(crm_turn) as model, opened(sqlite_url) as ledger:
         env = environment(tmp_path, sqlite_url, model)
         proposal_id = orphan_of_a_killed_run(env, ledger)
+        killed = shown(env, proposal_id)["waiter"]["process_id"]
         # `supervisor run` put its factory on the operator's allowlist; the operator removes it.
         assert resume_allowlist.read_text().splitlines() == [FACTORY]
         removed = run_cli("allowlist", "remove", FACTORY, env=env)
@@ -138,8 +139,14 @@ def test_a_factory_off_the_allowlist_is_not_imported_and_the_error_says_how_to_f
         assert "not_resumable" in message and f"factory '{FACTORY}'" in message
         assert f"supervisor allowlist add {FACTORY}" in message
         assert side_effects(tmp_path) == [] and ledger.get(proposal_id).status.value == "approved"
-        shown_after = shown(env, proposal_id)
-        assert shown_after["orphaned"] is True  # still visible as waiting on someone
+        # Still visible as waiting on the killed run, orphaned once its 2 s lease has lapsed
+        # (the kill may have come right after a renewal: polled, not read once).
+        shown_after = until(
+            lambda: (found := shown(env, proposal_id))["orphaned"] and found,
+            "the killed run's lease to lapse",
+            timeout=30,
+        )
+        assert shown_after["waiter"]["process_id"] == killed
         assert run_cli("allowlist", "add", FACTORY, env=env).returncode == 0
         resumed = run_cli("resume", proposal_id, env=env)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
