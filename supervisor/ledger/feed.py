@@ -228,21 +228,14 @@ class FeedMixin(LedgerBase):
         subjects: frozenset[str] | None,
     ) -> tuple[list[AuditRecord], int, bool]:
         """The matching records after ``cursor``, the seq read through and whether that is the
-        tip.
-
-        The tip is read first, then the records up to it: audit records become visible in seq
-        order (appends are serialised until commit), so none at or below the tip is missed.
-        """
+        tip (``LedgerTx.audit_matching_to_tip``: one statement on PostgreSQL)."""
         with self.repository.read() as tx:
-            tip = tx.audit_tip()
-            if tip <= cursor:
-                return [], cursor, True
-            records, through = tx.audit_matching(
-                cursor, tip, limit,
+            records, through, tip = tx.audit_matching_to_tip(
+                cursor, limit,
                 actions=None if actions is None else sorted(actions),
                 subjects=None if subjects is None else sorted(subjects),
             )  # fmt: skip
-            return records, through, through == tip
+            return records, through, through >= tip
 
     def _mark(self) -> int:
         """The change board's position; 0 before the board is opened (a board opened later

@@ -91,6 +91,39 @@ _INSERT_AUDIT_CHAINED = sa.text(
 _FILTER_SUBJECTS_MAX = 500
 
 
+def _matching_to_tip(actions: bool, subjects: bool) -> Any:
+    """PostgreSQL: the audit tip and the records after ``w_after`` up to it whose action is in
+    ``w_actions`` and subject in ``w_subjects`` (each filter only if asked), at most
+    ``w_limit``, in one statement: one row per record, each carrying the tip, or one row with
+    the tip alone. The filters are arrays (``= ANY``), so one prepared statement serves any
+    number of actions and subjects.
+
+    One statement reads one snapshot, in which every record up to the tip is visible (records
+    are appended in seq order under the chain lock and committed before it is released)."""
+    tip = sa.select(sa.func.max(_AUDIT.c.seq).label("tip")).subquery("t")
+    where = [_AUDIT.c.seq > sa.bindparam("w_after"), _AUDIT.c.seq <= tip.c.tip]
+    if actions:
+        where.append(_AUDIT.c.action == sa.any_(sa.bindparam("w_actions", type_=_TEXTS)))
+    if subjects:
+        where.append(_AUDIT.c.subject == sa.any_(sa.bindparam("w_subjects", type_=_TEXTS)))
+    matching = (
+        sa.select(_AUDIT)
+        .where(*where)
+        .order_by(_AUDIT.c.seq)
+        .limit(sa.bindparam("w_limit"))
+        .lateral("a")
+    )
+    return sa.select(tip.c.tip, *matching.c).select_from(tip.outerjoin(matching, sa.true()))
+
+
+_TEXTS = sa.ARRAY(sa.String)
+_MATCHING_TO_TIP = {
+    (actions, subjects): _matching_to_tip(actions, subjects)
+    for actions in (False, True)
+    for subjects in (False, True)
+}
+
+
 class AuditEntry(NamedTuple):
     """What one audit record says; :meth:`AuditLog.append_audits` chains it."""
 
@@ -236,6 +269,51 @@ class AuditLog(TransactionBase):
         if wanted is not None:
             records = [record for record in records if record.subject in wanted]
         return records, int(rows[-1].seq) if len(rows) >= limit else through
+
+    def audit_matching_to_tip(
+        self,
+        after: int,
+        limit: int,
+        *,
+        actions: Sequence[str] | None = None,
+        subjects: Sequence[str] | None = None,
+    ) -> tuple[list[AuditRecord], int, int]:
+        """The audit tip, and :meth:`audit_matching` after ``after`` up to it.
+
+        On PostgreSQL one statement (one round trip, one snapshot); elsewhere the tip is read
+        first, then the records up to it (audit records become visible in seq order, so none
+        at or below the tip is missed).
+
+        Returns:
+            The matching records, the seq read through (``after`` when the tip is not past
+            it) and the tip.
+        """
+        if self.dialect != "postgresql":
+            tip = self.audit_tip()
+            if tip <= after:
+                return [], after, tip
+            records, through = self.audit_matching(
+                after, tip, limit, actions=actions, subjects=subjects
+            )
+            return records, through, tip
+        params: dict[str, Any] = {"w_after": after, "w_limit": limit}
+        if actions is not None:
+            params["w_actions"] = list(actions)
+        wanted = None
+        if subjects is not None and len(subjects) > _FILTER_SUBJECTS_MAX:
+            wanted = frozenset(subjects)
+        elif subjects is not None:
+            params["w_subjects"] = list(subjects)
+        statement = _MATCHING_TO_TIP[(actions is not None, "w_subjects" in params)]
+        rows = self._hot(statement, params).all()
+        tip = int(rows[0].tip or 0)
+        if tip <= after:
+            return [], after, tip
+        records = [audit_from_row(row) for row in rows if row.seq is not None]
+        through = records[-1].seq if len(records) >= limit else tip
+        if wanted is not None:
+            records = [record for record in records if record.subject in wanted]
+        return records, through, tip
 
     def audit_of(self, subject: str) -> list[AuditRecord]:
         """Every audit record about ``subject`` (a proposal id), ascending seq.

@@ -92,6 +92,42 @@ def test_follow_pages_by_limit_with_many_subjects(ledger: ApprovalLedger) -> Non
     assert page.cursor == ledger.head()
 
 
+def test_a_follower_reads_the_feed_in_one_statement(
+    pg_ledger: ApprovalLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every process of a team follows the feed: on PostgreSQL a read is the tip and the
+    matching records in one statement (one round trip), whatever the filters."""
+    cursor = pg_ledger.head()
+    ids = [pg_ledger.propose("t", "h", {"n": n}).proposal_id for n in range(3)]
+    pg_ledger.approve(ids[1], "alice")
+    pg_ledger.approve(ids[0], "alice")
+    sent: list[str] = []
+    real = psycopg.Cursor.execute
+
+    def execute(cursor: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return real(cursor, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+    reads: list[tuple[list[str], int, bool]] = []
+    for actions, subjects in ((None, None), ({"approve"}, None), (None, {ids[1]}),
+                              ({"approve"}, {ids[1], ids[2]})):  # fmt: skip
+        before = len(sent)
+        page = pg_ledger.follow(cursor, 0, actions=actions, subjects=subjects)
+        reads.append(([r.subject for r in page.records], len(sent) - before, page.caught_up))
+    before = len(sent)
+    page = pg_ledger.follow(pg_ledger.head(), 0)  # nothing past the tip
+    past_tip = (page.records, len(sent) - before - 1, page.caught_up)  # -1: head()'s own read
+    monkeypatch.undo()
+    assert reads == [
+        ([*ids, ids[1], ids[0]], 1, True),
+        ([ids[1], ids[0]], 1, True),
+        ([ids[1], ids[1]], 1, True),
+        ([ids[1]], 1, True),
+    ]
+    assert past_tip == ([], 1, True)
+
+
 def test_notify_names_the_audit_record(postgres_url: str, pg_ledger: ApprovalLedger) -> None:
     with psycopg.connect(
         postgres_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
