@@ -301,10 +301,11 @@ def create_ledger_engine(
     backend = resolved.get_backend_name()
     if backend == "postgresql":
         resolved = resolved.set(drivername="postgresql+psycopg")
-        # Prepared at a statement's second run (psycopg's default: its fifth): each process
-        # runs the same few statements all day, and after a rollback that follows an error
-        # (psycopg then forgets what it prepared) they are prepared again sooner.
-        connect_args: dict[str, Any] = {"prepare_threshold": 1}
+        # psycopg prepares nothing itself: the ledger's hot statements run on libpq and are
+        # prepared once per connection by supervisor.store.direct_pg, and psycopg's cache would
+        # DEALLOCATE ALL (those too) at a rollback after an error. Statements through Core are
+        # parsed and planned at each run: none is on a step's path.
+        connect_args: dict[str, Any] = {"prepare_threshold": None}
         if read_only:  # every transaction of the session is READ ONLY unless it asks otherwise
             given = resolved.query.get("options", "")
             given = given if isinstance(given, str) else " ".join(given)

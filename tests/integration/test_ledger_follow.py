@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 from support.ledgers import open_ledger
-from support.postgres import listening_connections
+from support.postgres import listening_connections, statements_sent
 
 from supervisor.ledger.service import ApprovalLedger
 from supervisor.store.notify import (
@@ -101,14 +101,7 @@ def test_a_follower_reads_the_feed_in_one_statement(
     ids = [pg_ledger.propose("t", "h", {"n": n}).proposal_id for n in range(3)]
     pg_ledger.approve(ids[1], "alice")
     pg_ledger.approve(ids[0], "alice")
-    sent: list[str] = []
-    real = psycopg.Cursor.execute
-
-    def execute(cursor: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append(str(query))
-        return real(cursor, query, *args, **kwargs)
-
-    monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+    sent = statements_sent(monkeypatch)
     reads: list[tuple[list[str], int, bool]] = []
     for actions, subjects in ((None, None), ({"approve"}, None), (None, {ids[1]}),
                               ({"approve"}, {ids[1], ids[2]})):  # fmt: skip

@@ -19,6 +19,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from support.postgres import statements_sent
 
 from supervisor.canonical import args_hash as compute_args_hash
 from supervisor.ledger.errors import ApproverNotAllowed, LedgerError
@@ -320,17 +321,8 @@ def test_a_late_propose_checks_what_it_read_in_one_guard(
 ) -> None:
     """A propose read the policy and "no live grant" before the lock: both are checked after
     it by one statement (each statement costs the server while every writer waits)."""
-    import psycopg
-
-    sent: list[str] = []
-    execute = psycopg.Cursor.execute
-
-    def spy(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append(str(query))
-        return execute(self, query, *args, **kwargs)
-
     ledger.propose("create_customer", "v1", {"name": "Ada"})
-    monkeypatch.setattr(psycopg.Cursor, "execute", spy)
+    sent = statements_sent(monkeypatch)
     ledger.propose("create_customer", "v1", {"name": "Grace"})
     guards = [query for query in sent if query.startswith("SELECT 1 / (")]
     assert len(guards) == 1, guards

@@ -1,7 +1,7 @@
 """The hot statements on the driver connection (``sqlite3``, psycopg) and pipelined writes.
 
 On PostgreSQL the writes of a step (a proposal's conditional UPDATE, the execution's INSERT or
-UPDATE, the audit record) are sent in psycopg's pipeline mode and read once at the end of
+UPDATE, the audit record) are sent in libpq's pipeline mode and read once at the end of
 ``LedgerTx.pipelined``; these tests pin down what that must not change, on both engines: the
 rows and models equal what Core reads, a conditional UPDATE that misses stops the write with
 nothing committed, a server error in the pipeline is translated and rolls back, a lost

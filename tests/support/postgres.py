@@ -104,6 +104,28 @@ def listening_connections(url: str) -> int:
     return int(row[0])
 
 
+def statements_sent(monkeypatch: Any) -> list[str]:
+    """From now on (until ``monkeypatch`` is undone), the SQL of every statement this process
+    sends: through psycopg's cursors (Core) or on libpq (``supervisor.store.direct_pg``'s
+    round trips, as sent: a one-row write in its checked form)."""
+    from supervisor.store.direct_pg import RoundTrip
+
+    sent: list[str] = []
+    real_execute, real_add = psycopg.Cursor.execute, RoundTrip.add
+
+    def execute(cursor: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return real_execute(cursor, query, *args, **kwargs)
+
+    def add(trip: Any, statement: Any, params: Any, *, sql: str | None = None) -> None:
+        sent.append(sql or statement.sql)
+        real_add(trip, statement, params, sql=sql)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", execute)
+    monkeypatch.setattr(RoundTrip, "add", add)
+    return sent
+
+
 def unique_database_name(hint: str = "test") -> str:
     """A valid, unique database name that starts with a readable form of ``hint``."""
     readable = re.sub(r"[^a-z0-9]+", "_", hint.lower()).strip("_")[:40] or "test"
