@@ -39,7 +39,7 @@ import sys
 import time
 import uuid
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -305,7 +305,9 @@ def verify(url: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def postgres(pg_url: str | None, statements: bool = False) -> Iterator[Any]:
+def postgres(
+    pg_url: str | None, statements: bool = False, extra: Sequence[str] = ()
+) -> Iterator[Any]:
     sys.path.insert(0, str(REPO / "tests"))
     from support.postgres import PostgresCluster
 
@@ -317,6 +319,9 @@ def postgres(pg_url: str | None, statements: bool = False) -> Iterator[Any]:
             "pg_stat_statements.track_utility": "on",
             "pg_stat_statements.track_planning": "on",
         }
+    for setting in extra:  # NAME=VALUE, last: they win
+        name, _, value = setting.partition("=")
+        settings[name.strip()] = value.strip()
     cluster = PostgresCluster(server_url=pg_url, fast=False, settings=settings)
     cluster.start()
     try:
@@ -376,7 +381,8 @@ def feed_relay(url: str, wanted: bool) -> Iterator[None]:
 
 
 _STATEMENTS = """
-SELECT s.query, s.calls, s.total_exec_time, s.total_plan_time, s.plans
+SELECT s.query, s.calls, s.total_exec_time, s.total_plan_time, s.plans,
+ s.shared_blks_hit + s.shared_blks_read
 FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
 WHERE d.datname = current_database()
 ORDER BY s.total_exec_time + s.total_plan_time DESC
@@ -405,22 +411,24 @@ def print_statements(url: str, proposed: int, top: int = 20) -> None:
     print()
     print(f"server statements: {calls / proposed:.1f} a proposal, "
           f"{total / proposed:.2f} ms of execution and planning a proposal")  # fmt: skip
-    print("| statement | calls a proposal | us a call (exec + plan) | ms a proposal | share |")
-    print("|---|---:|---:|---:|---:|")
-    for query, count, exec_ms, plan_ms, _ in rows[:top]:
+    print("| statement | calls a proposal | us a call (exec + plan) | buffers a call "
+          "| ms a proposal | share |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|")
+    for query, count, exec_ms, plan_ms, _, blocks in rows[:top]:
         spent = float(exec_ms) + float(plan_ms)
         text = " ".join(str(query).split())
         text = text if len(text) <= 90 else text[:87] + "..."
         print(f"| `{text.replace('|', '/')}` | {count / proposed:.2f} | "
-              f"{spent / max(count, 1) * 1000:.0f} | {spent / proposed:.3f} | "
+              f"{spent / max(count, 1) * 1000:.0f} | {int(blocks) / max(count, 1):.1f} | "
+              f"{spent / proposed:.3f} | "
               f"{spent / total:.1%} |")  # fmt: skip
     dump = os.environ.get("BENCH_TEAM_STATEMENTS")
     if dump:  # every statement's full text and figures, for reading
         Path(dump).write_text(
             json.dumps(
                 [
-                    {"query": q, "calls": c, "exec_ms": e, "plan_ms": p, "plans": n}
-                    for q, c, e, p, n in rows
+                    {"query": q, "calls": c, "exec_ms": e, "plan_ms": p, "plans": n, "buffers": b}
+                    for q, c, e, p, n, b in rows
                 ],
                 indent=1,
             )
@@ -461,6 +469,10 @@ def main() -> None:
         help="load pg_stat_statements in the throwaway cluster and print where the server's "
         "time went, per proposal, statement by statement",
     )  # fmt: skip
+    parser.add_argument(
+        "--server-setting", action="append", default=[], metavar="NAME=VALUE",
+        help="a setting of the throwaway cluster (e.g. shared_buffers=2GB); repeatable",
+    )  # fmt: skip
     parser.add_argument("--role", nargs=7, help="internal")
     options = parser.parse_args()
     if options.role:
@@ -482,7 +494,7 @@ def main() -> None:
         options.seconds = 15.0
     if options.statements and options.pg_url:
         parser.error("--statements needs the throwaway cluster (it loads pg_stat_statements)")
-    with postgres(options.pg_url, options.statements) as cluster:
+    with postgres(options.pg_url, options.statements, options.server_setting) as cluster:
         url = cluster.create_database(f"team_{os.getpid()}")
         from supervisor.store.provider import SQLModelProvider
 

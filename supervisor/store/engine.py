@@ -306,10 +306,16 @@ def create_ledger_engine(
         # DEALLOCATE ALL (those too) at a rollback after an error. Statements through Core are
         # parsed and planned at each run: none is on a step's path.
         connect_args: dict[str, Any] = {"prepare_threshold": None}
+        given = resolved.query.get("options", "")
+        given = given if isinstance(given, str) else " ".join(given)
+        # Those statements are planned once per connection (generic plans): left to choose,
+        # the server re-planned a batch read by ids at most of its runs, each plan costing more
+        # than the read (bench_team.py --statements). Each is a key or index seek whatever the
+        # values. (Statements through Core are not prepared: planned with their values.)
+        settings = f"{given} -c plan_cache_mode=force_generic_plan"
         if read_only:  # every transaction of the session is READ ONLY unless it asks otherwise
-            given = resolved.query.get("options", "")
-            given = given if isinstance(given, str) else " ".join(given)
-            connect_args["options"] = f"{given} -c default_transaction_read_only=on".strip()
+            settings += " -c default_transaction_read_only=on"
+        connect_args["options"] = settings.strip()
         engine = sa.create_engine(
             resolved, echo=echo, hide_parameters=True, connect_args=connect_args
         )  # fmt: skip

@@ -128,11 +128,6 @@ _LATE_WRITE_COLUMNS = sa.select(
     _POLICY_SEQ,
 ).select_from(_PROPOSAL.outerjoin(_EXECUTION, _EXECUTION.c.proposal_id == _PROPOSAL.c.id))
 _SELECT_FOR_LATE_WRITE = _LATE_WRITE_COLUMNS.where(_PROPOSAL.c.id == sa.bindparam("w_id"))
-# The same for several proposals in one statement (``approve_many``): one snapshot, one round
-# trip before the lock.
-_SELECT_FOR_LATE_WRITES = _LATE_WRITE_COLUMNS.where(
-    _PROPOSAL.c.id == sa.any_(sa.bindparam("w_ids", type_=sa.ARRAY(sa.String)))
-)
 # A new proposal's first read: the policy in force and the audit chain tip in one statement.
 _IN_FORCE_AND_TIP = sa.select(
     *POLICY_IN_FORCE_COLUMNS,
@@ -287,12 +282,21 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
 
     def prefetch_for_late_write(self, proposal_ids: Sequence[str]) -> None:
         """PostgreSQL, before a late lock: read what :meth:`proposal_for_write` (without the
-        trail) will read for each of these proposals, all in one statement; each is then
-        guarded as it is taken, and what is not taken before the lock is dropped."""
+        trail) will read for each of these proposals, all in one round trip; each is then
+        guarded as it is taken, and what is not taken before the lock is dropped.
+
+        One statement per proposal, the same one :meth:`proposal_for_write` runs, rather than
+        one for all of them (``id = ANY(...)``): that one's plan, made once per connection for
+        any number of ids, joined the whole execution table (a hash join) on a grown ledger.
+        """
         ids = list(dict.fromkeys(proposal_ids))
         if len(ids) < 2 or self.dialect != "postgresql" or not self.reads_before_lock:
             return
-        rows = self._hot_before_lock(_SELECT_FOR_LATE_WRITES, {"w_ids": ids}).all()
+        results = self._hot_together(
+            [(_SELECT_FOR_LATE_WRITE, {"w_id": proposal_id}) for proposal_id in ids],
+            before_lock=True,
+        )
+        rows = [row for result in results for row in result.all()]
         self._prefetched = dict.fromkeys(ids) | {row.id: row for row in rows}
 
     _prefetched: dict[str, Any] | None = None

@@ -471,22 +471,27 @@ def test_approve_many_names_a_proposal_twice_and_decides_it_once(ledger: Approva
     assert ledger.verify().ok
 
 
-def test_approve_many_reads_its_proposals_in_one_statement(
+def test_approve_many_reads_its_proposals_in_one_round_trip(
     ledger: ApprovalLedger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ids = [ledger.propose("refund", "h", {"amount": n}).proposal_id for n in range(4)]
     before_lock: list[Any] = []
-    real = LedgerTx._hot_before_lock
+    together: list[list[Any]] = []
+    real_one, real_many = LedgerTx._hot_before_lock, LedgerTx._hot_together
 
-    def recorded(tx: LedgerTx, statement: Any, params: Any = None) -> Any:
+    def one(tx: LedgerTx, statement: Any, params: Any = None) -> Any:
         before_lock.append(statement)
-        return real(tx, statement, params)
+        return real_one(tx, statement, params)
 
-    monkeypatch.setattr(LedgerTx, "_hot_before_lock", recorded)
+    def many(tx: LedgerTx, reads: Any, *, before_lock: bool = False) -> Any:
+        together.append([statement for statement, _ in reads])
+        return real_many(tx, reads, before_lock=before_lock)
+
+    monkeypatch.setattr(LedgerTx, "_hot_before_lock", one)
+    monkeypatch.setattr(LedgerTx, "_hot_together", many)
     outcomes = ledger.approve_many([*ids, "0" * 32], "ops")
     assert [getattr(o, "status", None) for o in outcomes[:4]] == [ProposalStatus.APPROVED] * 4
     assert isinstance(outcomes[4], LedgerError) and outcomes[4].code == "proposal_not_found"
-    reads = (repository._SELECT_FOR_LATE_WRITE, repository._SELECT_FOR_LATE_WRITES)
-    proposal_reads = [statement for statement in before_lock if statement in reads]
-    assert proposal_reads == [repository._SELECT_FOR_LATE_WRITES]
+    assert repository._SELECT_FOR_LATE_WRITE not in before_lock  # none read on its own
+    assert together == [[repository._SELECT_FOR_LATE_WRITE] * 5]  # all five in one round trip
     assert ledger.verify().ok
