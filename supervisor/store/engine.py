@@ -263,6 +263,22 @@ def _ping_if_stirred(dialect: sa.Dialect) -> Any:
 MIN_SQLITE = (3, 35)
 
 
+def _generic_plans(dbapi_connection: Any, _record: Any) -> None:
+    """A new PostgreSQL connection plans each prepared statement once (a generic plan).
+
+    The ledger's hot statements are prepared once per connection (``direct_pg``); left to
+    choose, the server re-planned some at most of their runs, each plan costing more than the
+    statement (a batch read by ids: 59% of its runs, ~0.8 ms a plan; ``bench_team.py
+    --statements``). Each is a key or index seek whatever its values. Statements through Core
+    are not prepared: they are still planned with their values. Sent as a plain ``SET``, not
+    a startup option, so a pooler that refuses unknown startup options still connects; one
+    that drops the setting (PostgreSQL before 12 has none) leaves the server's default.
+    """
+    pgconn = getattr(dbapi_connection, "pgconn", None)
+    if pgconn is not None:
+        pgconn.exec_(b"SET plan_cache_mode = force_generic_plan")  # a failure is dropped
+
+
 def create_ledger_engine(
     url: str | None = None,
     *,
@@ -306,20 +322,15 @@ def create_ledger_engine(
         # DEALLOCATE ALL (those too) at a rollback after an error. Statements through Core are
         # parsed and planned at each run: none is on a step's path.
         connect_args: dict[str, Any] = {"prepare_threshold": None}
-        given = resolved.query.get("options", "")
-        given = given if isinstance(given, str) else " ".join(given)
-        # Those statements are planned once per connection (generic plans): left to choose,
-        # the server re-planned a batch read by ids at most of its runs, each plan costing more
-        # than the read (bench_team.py --statements). Each is a key or index seek whatever the
-        # values. (Statements through Core are not prepared: planned with their values.)
-        settings = f"{given} -c plan_cache_mode=force_generic_plan"
         if read_only:  # every transaction of the session is READ ONLY unless it asks otherwise
-            settings += " -c default_transaction_read_only=on"
-        connect_args["options"] = settings.strip()
+            given = resolved.query.get("options", "")
+            given = given if isinstance(given, str) else " ".join(given)
+            connect_args["options"] = f"{given} -c default_transaction_read_only=on".strip()
         engine = sa.create_engine(
             resolved, echo=echo, hide_parameters=True, connect_args=connect_args
         )  # fmt: skip
         sa.event.listen(engine, "checkout", _ping_if_stirred(engine.dialect))
+        sa.event.listen(engine, "connect", _generic_plans)
         from supervisor.store.direct_pg import rollback_keeping_statements
 
         # A lost race's rollback must not cost the process its prepared statements.

@@ -69,6 +69,8 @@ def test_each_statement_is_prepared_once_per_connection_and_stays(
         done = _cycle(ledger, n)
     first = _prepared(engine)
     assert first and all(name.startswith("_sv_") for name in first)  # psycopg prepares none
+    with engine.connect() as connection:  # each planned once (see engine._generic_plans)
+        assert connection.exec_driver_sql("SHOW plan_cache_mode").scalar() == "force_generic_plan"
     for n in range(2, 6):
         done = _cycle(ledger, n)
     assert _prepared(engine) == first  # the same statements, prepared once, none again
