@@ -132,7 +132,7 @@ def _time_driver_statements(state: dict[str, Any]) -> None:
     read_together = getattr(direct_pg, "read_together", None)
     if read_together is not None:  # the lock sent with the first read: held from the send on
 
-        def locked_read(driver: Any, reads: list[Any]) -> Any:
+        def locked_read(driver: Any, reads: Any) -> Any:
             if "pg_advisory_xact_lock" not in reads[0][0].sql:
                 return timed(read_together, len(reads), 1)(driver, reads)
             sent = time.perf_counter()
