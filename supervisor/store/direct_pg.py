@@ -30,7 +30,6 @@ from __future__ import annotations
 import itertools
 import re
 import select
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -100,29 +99,33 @@ class _Wire:
     (libpq text and parameter types -> name) and a ``Transformer`` that adapts values and
     loads rows as psycopg's cursors would."""
 
-    __slots__ = ("__weakref__", "prepared", "transformer")
+    __slots__ = ("prepared", "transformer")
 
     def __init__(self, driver: psycopg.Connection[Any]) -> None:
         self.prepared: dict[tuple[bytes, tuple[int, ...]], bytes] = {}
         self.transformer = Transformer(driver)
 
 
-_WIRES: weakref.WeakKeyDictionary[Any, _Wire] = weakref.WeakKeyDictionary()
+_WIRE = "_supervisor_wire"
+"""The attribute of a psycopg connection that holds its :class:`_Wire`: it lives and dies
+with the connection (a table keyed by connection would keep every closed one alive, its
+``Transformer`` referring back to it)."""
 _NAMES = itertools.count()
 _PLACEHOLDER = re.compile(r"%%|%s")
 
 
 def _wire(driver: psycopg.Connection[Any]) -> _Wire:
-    wire = _WIRES.get(driver)
+    wire: _Wire | None = getattr(driver, _WIRE, None)
     if wire is None:
-        wire = _WIRES[driver] = _Wire(driver)
+        wire = _Wire(driver)
+        setattr(driver, _WIRE, wire)
     return wire
 
 
 def forget_prepared(driver: Any) -> None:
     """Prepare ``driver``'s statements again from the next round trip on (its session lost
     them, or they no longer fit the schema)."""
-    _WIRES.pop(driver, None)
+    setattr(driver, _WIRE, None)
 
 
 def _numbered(sql: str) -> bytes:

@@ -10,9 +10,11 @@ leaves its connection usable and the ledger consistent.
 
 from __future__ import annotations
 
+import gc
 import select
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
@@ -164,3 +166,18 @@ def _until(condition: Callable[[], bool], what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting until {what}"
         time.sleep(0.01)
+
+
+def test_a_closed_connection_is_not_kept_alive_by_what_was_prepared_on_it(
+    ledger: ApprovalLedger, engine: Engine
+) -> None:
+    """A long-lived process makes and drops connections (pool overflow, a restarted server):
+    what the ledger keeps per connection must go with it."""
+    _cycle(ledger, 0)
+    fairy = engine.raw_connection()
+    driver = weakref.ref(fairy.driver_connection)
+    fairy.close()
+    assert driver() is not None and _prepared(engine)  # the steps' connection, statements on it
+    engine.dispose()  # closes the pool's connections
+    gc.collect()
+    assert driver() is None
