@@ -17,7 +17,6 @@ import statistics
 import sys
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,22 +52,13 @@ def ours(ledger: Any, cycles: int, offset: int) -> dict[str, float]:
     return {step: value / cycles for step, value in spent.items()}
 
 
-def peer(connection: Any, cycles: int) -> dict[str, float]:
-    """CPU seconds per step of the same row writes as bare psycopg SQL, one commit each."""
-    from bench_ledger import _PEER_STEPS, _peer_params
+def peer(url: str, cycles: int) -> dict[str, float]:
+    """CPU seconds per step of the same row writes as bare psycopg SQL, one commit each (the
+    team bench's peer, on its own connection)."""
+    from bench_team import peer_steps
 
-    steps = [[sql.format(p="%s") for sql in step] for step in _PEER_STEPS]
-    spent = dict.fromkeys(STEPS, 0.0)
-    for _ in range(cycles):
-        now = datetime.now(UTC)
-        params = _peer_params(uuid.uuid4().hex, now, now + timedelta(days=1))
-        for name, statements, values in zip(STEPS, steps, params, strict=True):
-            started = time.process_time()
-            with connection.transaction():
-                for statement, row in zip(statements, values, strict=True):
-                    assert connection.execute(statement, row).rowcount == 1
-            spent[name] += time.process_time() - started
-    return {step: value / cycles for step, value in spent.items()}
+    samples = peer_steps(url, cycles, clock=time.process_time)
+    return {step: sum(samples[step]) / 1000 / cycles for step in STEPS}
 
 
 def main() -> None:
@@ -78,7 +68,6 @@ def main() -> None:
     parser.add_argument("--pg-url")
     options = parser.parse_args()
 
-    from bench_ledger import Target, bare_connect
     from bench_team import postgres
 
     from supervisor.store.provider import SQLModelProvider
@@ -91,13 +80,11 @@ def main() -> None:
         with SQLModelProvider(url) as provider:
             ledger = provider.ledger
             ours(ledger, 100, 0)  # warm: statements prepared, imports done
-            connection = bare_connect(Target("peer", peer_url))
-            peer(connection, 100)
+            peer(peer_url, 100)
             results: dict[str, list[dict[str, float]]] = {"ours": [], "peer": []}
             for round_ in range(options.rounds):
                 results["ours"].append(ours(ledger, options.cycles, (round_ + 1) * 100_000))
-                results["peer"].append(peer(connection, options.cycles))
-            connection.close()
+                results["peer"].append(peer(peer_url, options.cycles))
     print(f"{options.rounds} rounds of {options.cycles} cycles; client CPU per step, median")
     print("| step | ours us | bare psycopg us | ours / peer |")
     print("|---|---:|---:|---:|")

@@ -39,7 +39,7 @@ import sys
 import time
 import uuid
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -225,8 +225,11 @@ def role(
     ))  # fmt: skip
 
 
-def peer_steps(url: str, cycles: int) -> dict[str, list[float]]:
-    """The cycle's row writes as bare psycopg SQL, one commit per step, timed per step."""
+def peer_steps(
+    url: str, cycles: int, clock: Callable[[], float] = time.perf_counter
+) -> dict[str, list[float]]:
+    """The cycle's row writes as bare psycopg SQL, one commit per step, timed per step in ms
+    (``clock``: wall time, or ``time.process_time`` for the client's own CPU)."""
     from bench_ledger import _PEER_STEPS, Target, _peer_params, bare_connect
 
     connection = bare_connect(Target("peer", url))
@@ -237,11 +240,11 @@ def peer_steps(url: str, cycles: int) -> dict[str, list[float]]:
         now = datetime.now(UTC)
         params = _peer_params(uuid.uuid4().hex, now, now + timedelta(days=1))
         for name, statements, values in zip(names, steps, params, strict=True):
-            started = time.perf_counter()
+            started = clock()
             with connection.transaction():
                 for statement, row in zip(statements, values, strict=True):
                     assert connection.execute(statement, row).rowcount == 1
-            _timed(samples, name, started)
+            samples[name].append((clock() - started) * 1000)
     connection.close()
     return samples
 

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
-from support.postgres import statements_sent
+from support.postgres import advisory_lock_waiters, statements_sent
 
 from supervisor.canonical import args_hash as compute_args_hash
 from supervisor.ledger.errors import ApproverNotAllowed, LedgerError
@@ -72,19 +72,6 @@ def chain_lock(engine: Engine) -> Iterator[ChainLock]:
         lock.close()
 
 
-def _waiting_for_the_lock(engine: Engine) -> int:
-    """How many sessions wait for an advisory lock now."""
-    with engine.connect() as connection:
-        return int(
-            connection.execute(
-                sa.text(
-                    "SELECT count(*) FROM pg_stat_activity"
-                    " WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'"
-                )
-            ).scalar_one()
-        )
-
-
 def _until(condition: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + 10
     while not condition():
@@ -132,7 +119,7 @@ def test_a_late_write_reads_while_another_holds_the_lock_and_writes_after_it(
     thread, outcome = _in_thread(approve_by_hand)
     # The read does not wait for the lock (a write taking the lock first would block here).
     assert read.wait(10), "the late write's first read waited for the chain lock"
-    _until(lambda: _waiting_for_the_lock(engine) == 1, "the write waits for the lock")
+    _until(lambda: advisory_lock_waiters(engine) == 1, "the write waits for the lock")
     assert ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
     chain_lock.release()
     thread.join(10)
@@ -178,9 +165,9 @@ def test_an_approval_read_before_a_policy_change_is_checked_against_the_new_poli
         # yet: anyone may approve) and queues behind it.
         strict = ApprovalPolicy(approvers_by_domain={"finance": ["cfo@example.com"]})
         applying, applied = _in_thread(lambda: applier.apply_policy(strict, reason="r"))
-        _until(lambda: _waiting_for_the_lock(engine) == 1, "the policy change waits")
+        _until(lambda: advisory_lock_waiters(engine) == 1, "the policy change waits")
         approving, approved = _in_thread(lambda: ledger.approve(paying.proposal_id, "cfo"))
-        _until(lambda: _waiting_for_the_lock(engine) == 2, "the approval waits")
+        _until(lambda: advisory_lock_waiters(engine) == 2, "the approval waits")
         chain_lock.release()
         applying.join(10)
         approving.join(10)
@@ -271,11 +258,11 @@ def test_a_call_whose_read_went_stale_reports_its_trace_once(
         applying, applied = _in_thread(
             lambda: applier.apply_policy(ApprovalPolicy(forbid_self_approval=True), reason="r")
         )
-        _until(lambda: _waiting_for_the_lock(engine) == 1, "the policy change waits")
+        _until(lambda: advisory_lock_waiters(engine) == 1, "the policy change waits")
         calling, called = _in_thread(
             lambda: ledger.propose("refund", "h", {"amount": 1}, thread_id="t", trace=report)
         )
-        _until(lambda: _waiting_for_the_lock(engine) == 2, "the call waits")
+        _until(lambda: advisory_lock_waiters(engine) == 2, "the call waits")
         chain_lock.release()
         applying.join(10)
         calling.join(10)
@@ -394,7 +381,7 @@ def test_a_claim_that_lost_its_race_is_refused_without_taking_the_lock_first(
         threads.append(_in_thread(claim))
 
         def queued(n: int = waiting) -> bool:
-            return _waiting_for_the_lock(engine) == n
+            return advisory_lock_waiters(engine) == n
 
         _until(queued, f"claim {waiting} waits")
     chain_lock.release()
@@ -443,10 +430,10 @@ def test_approve_many_reads_its_proposals_before_the_lock_and_reruns_late_after_
     chain_lock.hold()
     try:
         rival, rival_outcome = _in_thread(lambda: other.approve(contested.proposal_id, "rival"))
-        _until(lambda: _waiting_for_the_lock(engine) == 1, "the rival approval waits")
+        _until(lambda: advisory_lock_waiters(engine) == 1, "the rival approval waits")
         ids = [first.proposal_id, contested.proposal_id, last.proposal_id]
         batch, batch_outcome = _in_thread(lambda: ledger.approve_many(ids, "ops", "ok"))
-        _until(lambda: _waiting_for_the_lock(engine) == 2, "the batch waits behind it")
+        _until(lambda: advisory_lock_waiters(engine) == 2, "the batch waits behind it")
         chain_lock.release()
         rival.join(10)
         batch.join(10)

@@ -13,14 +13,15 @@ from __future__ import annotations
 import gc
 import select
 import threading
-import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from support.orphans import until
+from support.postgres import advisory_lock_waiters
 
 from supervisor.ledger.errors import ApprovalAlreadyDecided
 from supervisor.ledger.models import ProposalStatus
@@ -134,12 +135,12 @@ def test_a_step_interrupted_while_it_waits_for_the_lock_gives_up_its_place(
 
         thread = threading.Thread(target=approve, daemon=True)
         thread.start()
-        _until(lambda: _waiting_for_the_lock(engine) == 1, "the approval waits for the lock")
+        until(lambda: advisory_lock_waiters(engine) == 1, "the approval to wait", timeout=30)
         interrupt.set()
         thread.join(60)  # a hang, not a speed: without the cancel it waits for the holder
         assert not thread.is_alive(), "the interrupted step went on waiting for the lock"
         assert isinstance(outcome.get("error"), KeyboardInterrupt)
-        assert _waiting_for_the_lock(engine) == 0  # its statement was cancelled
+        assert advisory_lock_waiters(engine) == 0  # its statement was cancelled
         assert ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
     finally:
         holder.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": AUDIT_LOCK_KEY})
@@ -150,22 +151,6 @@ def test_a_step_interrupted_while_it_waits_for_the_lock_gives_up_its_place(
     for n in range(4):  # every pooled connection works
         _cycle(ledger, n)
     assert ledger.verify().ok
-
-
-def _waiting_for_the_lock(engine: Engine) -> int:
-    with engine.connect() as connection:
-        return int(
-            connection.execute(
-                sa.text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
-            ).scalar_one()
-        )
-
-
-def _until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + 30
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.01)
 
 
 def test_a_closed_connection_is_not_kept_alive_by_what_was_prepared_on_it(

@@ -104,6 +104,22 @@ def listening_connections(url: str) -> int:
     return int(row[0])
 
 
+def advisory_lock_waiters(engine: Any) -> int:
+    """How many sessions of ``engine``'s server wait for an advisory lock now (the ledger's
+    chain lock is one)."""
+    import sqlalchemy as sa
+
+    with engine.connect() as connection:
+        return int(
+            connection.execute(
+                sa.text(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'"
+                )
+            ).scalar_one()
+        )
+
+
 def statements_sent(monkeypatch: Any) -> list[str]:
     """From now on (until ``monkeypatch`` is undone), the SQL of every statement this process
     sends: through psycopg's cursors (Core) or on libpq (``supervisor.store.direct_pg``'s
