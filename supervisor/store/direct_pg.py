@@ -76,8 +76,7 @@ class PgDirectStatement(DirectStatement):
             trip.add(self, params)
             return trip.run()[0]
         except psycopg.Error as error:
-            if trip.started:
-                trip.abandon_unsent()
+            trip.abandon_unsent()
             raise wrapped_error(error, self.sql) from error
 
 
@@ -344,11 +343,6 @@ class RoundTrip:
         sock = self._pgconn.socket
         readable, _, _ = select.select([sock] if read else [], [sock] if write else [], [])
         return bool(readable)
-
-    @property
-    def started(self) -> bool:
-        """Whether anything was queued (the connection is in pipeline mode until :meth:`run`)."""
-        return bool(self._commands)
 
     def abandon_unsent(self) -> None:
         """Give up a round trip that was not run (queuing a statement failed, or the caller
