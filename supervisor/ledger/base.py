@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
@@ -95,6 +96,9 @@ class LedgerBase:
             lease_seconds if lease_seconds is not None else lease_seconds_from_env()
         )
         self._parsed_policy: tuple[PolicyInForce, ApprovalPolicy] | None = None
+        self._claimed: OrderedDict[str, Execution] = OrderedDict()
+        """The executions this instance claimed and has not finished yet, oldest first: a
+        finish uses one instead of reading it (``ExecutionMixin._finish``)."""
         if policy is not None:
             self._bind_policy(policy)
 

@@ -30,6 +30,8 @@ from supervisor.ledger.trail import claim_refusal, replay
 from supervisor.store.repository import LedgerTx, RowsNotMatched
 
 _S = ProposalStatus
+_CLAIMED_KEPT = 4096
+"""Executions claimed by one ledger instance that it keeps to finish without a read."""
 
 
 def _identity(executor: ExecutorIdentity | str | None) -> ExecutorIdentity:
@@ -102,6 +104,10 @@ class ExecutionMixin(LedgerBase):
         if refusal is not None:
             raise refusal
         assert execution is not None
+        claimed = self._claimed
+        claimed[proposal_id] = execution
+        if len(claimed) > _CLAIMED_KEPT:  # claimed here, finished elsewhere (or never)
+            claimed.popitem(last=False)
         return execution
 
     def _claim(
@@ -218,11 +224,20 @@ class ExecutionMixin(LedgerBase):
         batch = [self.redact_trace_event(event) for event in trace]
 
         def finish(late: bool) -> Execution:
+            # The execution this instance claimed needs no read: while it is ``executing``
+            # its row is the one the claim inserted (no write changes an execution without
+            # moving it out of ``executing``), and the conditional UPDATEs below check both
+            # states on the server. Only the first attempt uses it: one that misses reads.
+            claimed = self._claimed.pop(proposal_id, None)
             with self.repository.write(late_lock=late) as tx:
                 now = self._now()
-                current, execution = self._load_for_write(tx, proposal_id)
-                if current.status is not _S.EXECUTING or execution is None:
-                    raise self._state_error(tx, current, wanted)
+                if claimed is not None:
+                    execution = claimed
+                else:
+                    current, read = self._load_for_write(tx, proposal_id)
+                    if current.status is not _S.EXECUTING or read is None:
+                        raise self._state_error(tx, current, wanted)
+                    execution = read
                 claimed_by = execution.executor.executor_id
                 if executor is not None:
                     actor = executor if isinstance(executor, str) else executor.executor_id

@@ -307,6 +307,53 @@ def test_complete_by_another_executor_is_refused(ledger: ApprovalLedger) -> None
     assert ledger.get(proposal.proposal_id).status is ProposalStatus.EXECUTING
 
 
+def test_the_claiming_ledger_finishes_what_it_claimed_as_stored(
+    engine: Engine, ledger: ApprovalLedger, clock: ManualClock
+) -> None:
+    """The ledger that claimed a proposal finishes it without reading the execution again:
+    what it returns is what another process reads back."""
+    other = ApprovalLedger(engine, clock)
+    try:
+        proposal = approved(ledger)
+        ledger.claim(proposal.proposal_id, proposal.args_hash, "w")
+        clock.advance(3)
+        done = ledger.complete(proposal.proposal_id, "success", "blob:1", executor="w")
+        assert done == other.execution(proposal.proposal_id)
+        assert other.get(proposal.proposal_id).status is ProposalStatus.EXECUTED
+        assert other.verify().ok
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("finish", ["complete", "fail"])
+def test_the_claimer_cannot_finish_what_another_process_flagged(
+    engine: Engine, ledger: ApprovalLedger, clock: ManualClock, finish: str
+) -> None:
+    """A claim flagged for reconciliation by another process (its executor looked dead) is
+    refused to the claimer too, although it still holds the execution it claimed: nothing is
+    written, and the flag stands for a person to decide."""
+    other = ApprovalLedger(engine, clock)
+    try:
+        proposal = approved(ledger)
+        ledger.claim(
+            proposal.proposal_id, proposal.args_hash,
+            ExecutorIdentity(executor_id="w", pid=1, host="x"),
+        )  # fmt: skip
+        assert [e.proposal_id for e in other.recover(is_alive=lambda pid, host: False)] == [
+            proposal.proposal_id
+        ]
+        records = len(other.audit_of(proposal.proposal_id))
+        with pytest.raises(ApprovalAlreadyDecided):
+            getattr(ledger, finish)(proposal.proposal_id, executor="w")
+        assert other.get(proposal.proposal_id).status is ProposalStatus.NEEDS_RECONCILIATION
+        execution = other.execution(proposal.proposal_id)
+        assert execution is not None and execution.state == "needs_reconciliation"
+        assert len(other.audit_of(proposal.proposal_id)) == records
+        assert other.verify().ok
+    finally:
+        other.close()
+
+
 def test_complete_unclaimed_is_refused(ledger: ApprovalLedger) -> None:
     proposal = approved(ledger)
     with pytest.raises(ApprovalAlreadyDecided):

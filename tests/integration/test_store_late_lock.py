@@ -316,6 +316,32 @@ def test_a_late_propose_checks_what_it_read_in_one_guard(
     assert "FROM audit WHERE subject" in guards[0] and "FROM policy_grant" in guards[0]
 
 
+def test_the_claiming_ledger_completes_in_one_round_trip_without_a_read(
+    ledger: ApprovalLedger, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A complete by the ledger that claimed the proposal sends the lock and its writes with
+    the ``COMMIT``, reading nothing first; another ledger's complete reads the proposal and
+    its execution before the lock and guards what it read."""
+    other = ApprovalLedger(engine)
+    try:
+        for finisher, reads in ((ledger, 0), (other, 1)):
+            proposal = ledger.propose("create_customer", "v1", {"name": "Ada"})
+            ledger.approve(proposal.proposal_id, "alice@example.com")
+            ledger.claim(proposal.proposal_id, proposal.args_hash, executor="w")
+            sent = statements_sent(monkeypatch)
+            finisher.complete(proposal.proposal_id, "success", executor="w")
+            monkeypatch.undo()
+            assert len([q for q in sent if q.startswith("SELECT proposal.")]) == reads, sent
+            assert len([q for q in sent if q.startswith("SELECT 1 / (")]) == reads, sent
+            assert [q for q in sent if "pg_advisory_xact_lock" in q] == [
+                "SELECT pg_advisory_xact_lock(%s)"
+            ]
+            assert ledger.get(proposal.proposal_id).status is ProposalStatus.EXECUTED
+        assert ledger.verify().ok
+    finally:
+        other.close()
+
+
 def test_a_refused_step_leaves_the_connection_its_prepared_statements(
     ledger: ApprovalLedger, engine: Engine
 ) -> None:
