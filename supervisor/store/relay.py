@@ -421,11 +421,16 @@ class _Client:
 
     def send(self, value: Any) -> None:
         """Send one line; a client that does not read within ``_SEND_S`` is dropped."""
+        self.send_lines(_line(value))
+
+    def send_lines(self, data: bytes) -> None:
+        """Send complete lines in one write (one wake-up for the client, not one a line); a
+        client that does not read within ``_SEND_S`` is dropped."""
         with self.lock:
             if not self.alive:
                 return
             try:
-                self.sock.sendall(_line(value))
+                self.sock.sendall(data)
             except OSError:
                 self.alive = False
                 with contextlib.suppress(OSError):
@@ -587,9 +592,9 @@ class FeedRelay:
                 for client in clients:
                     client.send(None)
                 continue
-            for channel, payload in received:
-                line = [channel, payload]
-                for client in clients:
-                    if channel in client.channels:
-                        client.send(line)
-                        self.forwarded += 1
+            lines = [(channel, _line([channel, payload])) for channel, payload in received]
+            for client in clients:  # what each client listens for, in one write
+                wanted = [line for channel, line in lines if channel in client.channels]
+                if wanted:
+                    client.send_lines(b"".join(wanted))
+                    self.forwarded += len(wanted)

@@ -148,6 +148,43 @@ def test_processes_on_a_host_hear_the_feed_through_one_connection(
         assert ("approve", proposal_id) in notices, (heard, ids)  # forwarded by the relay
 
 
+def test_a_burst_reaches_a_follower_whole_in_order_and_only_what_it_listens_for(
+    postgres_url: str, relay: subprocess.Popen[str], followers: list[ApprovalLedger]
+) -> None:
+    """Writes committed back to back reach a follower through the relay, each notice once, in
+    commit order (the relay sends what one read brought in one write per client), and none of
+    the writes on channels it does not listen on."""
+    follower, writer = followers[0], followers[1]
+    ids = [writer.propose("t", "h", {"n": n}).proposal_id for n in range(40)]
+    page = follower.follow(follower.head(), 0, actions={"approve"})
+    heard = _named_notices(follower)
+    approved: list[str] = []
+
+    def follow() -> None:
+        nonlocal page
+        deadline = time.monotonic() + 60
+        while len(approved) < len(ids) and time.monotonic() < deadline:
+            page = follower.follow(page, 5, actions={"approve"})
+            approved.extend(record.subject for record in page.records)
+
+    thread = threading.Thread(target=follow)
+    thread.start()
+    time.sleep(0.3)  # waiting through the relay
+    probe = follower._get_board().probe
+    assert isinstance(probe, RelayProbe) and probe.relayed
+    for n, proposal_id in enumerate(ids):
+        writer.approve(proposal_id, "bob@example.com", "ok")
+        if n % 4 == 0:  # a write on a channel the follower does not listen on
+            writer.propose("t", "h", {"other": n})
+    thread.join(90)
+    assert approved == ids
+    # The last records may have been read before their notices came: wait them out.
+    deadline = time.monotonic() + 10
+    while len(heard) < len(ids) and time.monotonic() < deadline:
+        assert not follower.follow(page, 0.5, actions={"approve"}).records
+    assert heard == [("approve", proposal_id) for proposal_id in ids], heard
+
+
 def test_a_killed_relay_leaves_its_followers_listening_themselves(
     postgres_url: str, relay: subprocess.Popen[str], followers: list[ApprovalLedger]
 ) -> None:
