@@ -6,6 +6,7 @@ inbox by itself."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -64,13 +65,18 @@ async def _console(
 async def test_a_burst_of_new_and_expiring_proposals_rings_once_each(
     provider: SQLModelProvider, settings: SupervisorSettings, identity: ApproverIdentity
 ) -> None:
+    # The console's clock starts an hour back, so no reminder can be due (and ring) before the
+    # burst's own bell is counted; the tick's reminder is a second's race otherwise.
+    clock = [datetime.now(UTC) - timedelta(hours=1)]
+    settings = dataclasses.replace(settings, now=lambda: clock[0])
     async with _console(provider, settings, identity) as (app, pilot, screen, written):
-        burst = _burst(40, expires_in=120)  # inside the 300 s reminder window
+        burst = _burst(40, expires_in=120)  # inside the 300 s reminder window, once it is now
         screen.post_message(InboxChanged(InboxChange(upserted=burst)))
         await wait_for(pilot, lambda: "New proposal" in toast_text(app))
         assert "refund from agent-0 (+39 more)" in toast_text(app)
         assert written == ["\x07"]  # one bell for the forty
-        # The next tick finds all forty about to expire: one reminder for them too.
+        # Now the next tick finds all forty about to expire: one reminder for them too.
+        clock[0] = datetime.now(UTC)
         await wait_for(pilot, lambda: "Expiring soon" in toast_text(app), limit=5)
         assert "(+39 more)" in toast_text(app).split("Expiring soon", 1)[1]
         assert written == ["\x07", "\x07"]
