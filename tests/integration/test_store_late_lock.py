@@ -11,7 +11,6 @@ across the client's round trips.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+from support.orphans import until
 from support.postgres import advisory_lock_waiters, statements_sent
 
 from supervisor.canonical import args_hash as compute_args_hash
@@ -72,13 +72,6 @@ def chain_lock(engine: Engine) -> Iterator[ChainLock]:
         lock.close()
 
 
-def _until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + 10
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.01)
-
-
 def _in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
     outcome: dict[str, Any] = {}
 
@@ -119,7 +112,7 @@ def test_a_late_write_reads_while_another_holds_the_lock_and_writes_after_it(
     thread, outcome = _in_thread(approve_by_hand)
     # The read does not wait for the lock (a write taking the lock first would block here).
     assert read.wait(10), "the late write's first read waited for the chain lock"
-    _until(lambda: advisory_lock_waiters(engine) == 1, "the write waits for the lock")
+    until(lambda: advisory_lock_waiters(engine) == 1, "the write waits for the lock", timeout=10)
     assert ledger.get(proposal.proposal_id).status is ProposalStatus.PENDING
     chain_lock.release()
     thread.join(10)
@@ -165,9 +158,9 @@ def test_an_approval_read_before_a_policy_change_is_checked_against_the_new_poli
         # yet: anyone may approve) and queues behind it.
         strict = ApprovalPolicy(approvers_by_domain={"finance": ["cfo@example.com"]})
         applying, applied = _in_thread(lambda: applier.apply_policy(strict, reason="r"))
-        _until(lambda: advisory_lock_waiters(engine) == 1, "the policy change waits")
+        until(lambda: advisory_lock_waiters(engine) == 1, "the policy change waits", timeout=10)
         approving, approved = _in_thread(lambda: ledger.approve(paying.proposal_id, "cfo"))
-        _until(lambda: advisory_lock_waiters(engine) == 2, "the approval waits")
+        until(lambda: advisory_lock_waiters(engine) == 2, "the approval waits", timeout=10)
         chain_lock.release()
         applying.join(10)
         approving.join(10)
@@ -258,11 +251,11 @@ def test_a_call_whose_read_went_stale_reports_its_trace_once(
         applying, applied = _in_thread(
             lambda: applier.apply_policy(ApprovalPolicy(forbid_self_approval=True), reason="r")
         )
-        _until(lambda: advisory_lock_waiters(engine) == 1, "the policy change waits")
+        until(lambda: advisory_lock_waiters(engine) == 1, "the policy change waits", timeout=10)
         calling, called = _in_thread(
             lambda: ledger.propose("refund", "h", {"amount": 1}, thread_id="t", trace=report)
         )
-        _until(lambda: advisory_lock_waiters(engine) == 2, "the call waits")
+        until(lambda: advisory_lock_waiters(engine) == 2, "the call waits", timeout=10)
         chain_lock.release()
         applying.join(10)
         calling.join(10)
@@ -409,7 +402,7 @@ def test_a_claim_that_lost_its_race_is_refused_without_taking_the_lock_first(
         def queued(n: int = waiting) -> bool:
             return advisory_lock_waiters(engine) == n
 
-        _until(queued, f"claim {waiting} waits")
+        until(queued, f"claim {waiting} waits", timeout=10)
     chain_lock.release()
     for thread, _ in threads:
         thread.join(10)
@@ -456,10 +449,10 @@ def test_approve_many_reads_its_proposals_before_the_lock_and_reruns_late_after_
     chain_lock.hold()
     try:
         rival, rival_outcome = _in_thread(lambda: other.approve(contested.proposal_id, "rival"))
-        _until(lambda: advisory_lock_waiters(engine) == 1, "the rival approval waits")
+        until(lambda: advisory_lock_waiters(engine) == 1, "the rival approval waits", timeout=10)
         ids = [first.proposal_id, contested.proposal_id, last.proposal_id]
         batch, batch_outcome = _in_thread(lambda: ledger.approve_many(ids, "ops", "ok"))
-        _until(lambda: advisory_lock_waiters(engine) == 2, "the batch waits behind it")
+        until(lambda: advisory_lock_waiters(engine) == 2, "the batch waits behind it", timeout=10)
         chain_lock.release()
         rival.join(10)
         batch.join(10)
