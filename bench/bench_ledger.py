@@ -146,6 +146,7 @@ _PEER_STEPS = (
         " updated_at, expires_at) VALUES ({p}, 'create_customer', 'schema-v1', {p}, {p}, '{{}}',"
         " 'creates a customer', 'bench-agent', 'bench', '[\"crm\"]', 'pending', {p}, {p}, {p})",
         "INSERT INTO proposal_domain (proposal_id, domain) VALUES ({p}, 'crm')",
+        "INSERT INTO proposal_open (proposal_id, created_at, expires_at) VALUES ({p}, {p}, {p})",
     ),
     (
         "UPDATE proposal SET status = 'approved', decided_at = {p}, updated_at = {p},"
@@ -163,6 +164,7 @@ _PEER_STEPS = (
         " AND status = 'executing'",
         "UPDATE execution SET state = 'executed', finished_at = {p}, outcome_status = 'success'"
         " WHERE proposal_id = {p} AND state = 'executing'",
+        "DELETE FROM proposal_open WHERE proposal_id = {p}",
     ),
 )
 
@@ -170,10 +172,14 @@ _PEER_STEPS = (
 def _peer_params(proposal_id: str, now: Any, later: Any) -> tuple[tuple[tuple[Any, ...], ...], ...]:
     args_json, args_hash = json.dumps(ARGUMENTS, sort_keys=True), uuid.uuid4().hex * 2
     return (
-        ((proposal_id, args_json, args_hash, now, now, later), (proposal_id,)),
+        (
+            (proposal_id, args_json, args_hash, now, now, later),
+            (proposal_id,),
+            (proposal_id, now, later),
+        ),
         ((now, now, proposal_id),),
         ((now, proposal_id, args_hash, now), (proposal_id, args_hash, now)),
-        ((now, proposal_id), (now, proposal_id)),
+        ((now, proposal_id), (now, proposal_id), (proposal_id,)),
     )
 
 
@@ -270,11 +276,12 @@ def seed(target: Target, total: int, pending: int) -> None:
 
     from supervisor.canonical import args_hash
     from supervisor.ledger.models import Proposal, ProposalStatus
-    from supervisor.store.convert import proposal_to_row
-    from supervisor.store.tables import ProposalRow
+    from supervisor.store.convert import open_values, proposal_to_row
+    from supervisor.store.tables import ProposalOpenRow, ProposalRow
 
     provider = open_ledger(target)
     table = SQLModel.metadata.tables[ProposalRow.__tablename__]
+    open_table = SQLModel.metadata.tables[ProposalOpenRow.__tablename__]
     others = [ProposalStatus.EXECUTED] * 6 + [
         ProposalStatus.REJECTED, ProposalStatus.EXPIRED, ProposalStatus.CANCELLED,
         ProposalStatus.FAILED,
@@ -288,6 +295,7 @@ def seed(target: Target, total: int, pending: int) -> None:
     try:
         with provider.engine.begin() as connection:
             batch: list[dict[str, Any]] = []
+            opened: list[dict[str, Any]] = []
             for index, status in enumerate(statuses):
                 created = start + timedelta(seconds=index * 20)
                 proposal = Proposal(
@@ -299,11 +307,16 @@ def seed(target: Target, total: int, pending: int) -> None:
                     expires_at=created + timedelta(days=365),
                 )  # fmt: skip
                 batch.append(proposal_to_row(proposal).model_dump())
+                row = open_values(proposal)
+                if row is not None:
+                    opened.append(row)
                 if len(batch) == 5000:
                     connection.execute(sa.insert(table), batch)
                     batch = []
             if batch:
                 connection.execute(sa.insert(table), batch)
+            if opened:
+                connection.execute(sa.insert(open_table), opened)
             if provider.engine.dialect.name == "sqlite":
                 connection.exec_driver_sql("ANALYZE")
         if provider.engine.dialect.name == "postgresql":
@@ -316,7 +329,8 @@ def seed(target: Target, total: int, pending: int) -> None:
 
 
 _PEER_PAGE = (
-    f"SELECT * FROM proposal WHERE status = 'pending' ORDER BY created_at, id LIMIT {PAGE + 1}"
+    "SELECT p.* FROM proposal_open o JOIN proposal p ON p.id = o.proposal_id"
+    f" WHERE p.status = 'pending' ORDER BY o.created_at, o.proposal_id LIMIT {PAGE + 1}"
 )
 
 

@@ -86,14 +86,15 @@ def seed_pending(url: str, count: int) -> None:
 
     from supervisor.canonical import args_hash
     from supervisor.ledger.models import Proposal, ProposalStatus
-    from supervisor.store.convert import proposal_to_row
-    from supervisor.store.tables import ProposalRow
+    from supervisor.store.convert import open_values, proposal_to_row
+    from supervisor.store.tables import ProposalOpenRow, ProposalRow
 
     provider = _provider(url)
     table = SQLModel.metadata.tables[ProposalRow.__tablename__]
+    open_table = SQLModel.metadata.tables[ProposalOpenRow.__tablename__]
     digest = args_hash("create_customer", "schema-v1", ARGUMENTS, {})
     start = datetime.now(UTC)
-    rows = []
+    rows, opened = [], []
     for index in range(count):
         created = start + timedelta(milliseconds=index)
         proposal = Proposal(
@@ -104,9 +105,13 @@ def seed_pending(url: str, count: int) -> None:
             created_at=created, updated_at=created, expires_at=created + timedelta(days=365),
         )  # fmt: skip
         rows.append(proposal_to_row(proposal).model_dump())
+        open_row = open_values(proposal)
+        assert open_row is not None
+        opened.append(open_row)
     with provider.engine.begin() as connection:
         for offset in range(0, len(rows), 5_000):
             connection.execute(sa.insert(table), rows[offset : offset + 5_000])
+            connection.execute(sa.insert(open_table), opened[offset : offset + 5_000])
     provider.close()
 
 
@@ -153,8 +158,9 @@ async def paint_peer(path: Path, count: int) -> float:
             table.add_columns("tool", "agent", "thread", "domain", "risk", "expires")
             with sqlite3.connect(path) as connection:
                 rows = connection.execute(
-                    "SELECT tool_name, owner, thread_id, 'crm', '-', expires_at FROM proposal"
-                    " WHERE status='pending' ORDER BY created_at, id"
+                    "SELECT tool_name, owner, thread_id, 'crm', '-', p.expires_at"
+                    " FROM proposal_open o JOIN proposal p ON p.id = o.proposal_id"
+                    " WHERE status='pending' ORDER BY o.created_at, o.proposal_id"
                 ).fetchall()
             table.add_rows([tuple(str(v) for v in row) for row in rows])
 
@@ -520,8 +526,9 @@ class Peer(App):
         table.add_columns("id", "tool", "agent", "thread", "domain", "risk", "expires")
         with sqlite3.connect(sys.argv[1]) as connection:
             rows = connection.execute(
-                "SELECT id, tool_name, owner, thread_id, 'crm', '-', expires_at FROM proposal"
-                " WHERE status='pending' ORDER BY created_at, id LIMIT 200"
+                "SELECT id, tool_name, owner, thread_id, 'crm', '-', p.expires_at"
+                " FROM proposal_open o JOIN proposal p ON p.id = o.proposal_id"
+                " WHERE status='pending' ORDER BY o.created_at, o.proposal_id LIMIT 200"
             ).fetchall()
         table.add_rows([tuple(str(v)[:12] for v in row) for row in rows])
 

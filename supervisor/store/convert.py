@@ -187,6 +187,21 @@ def proposal_columns(values: dict[str, Any]) -> dict[str, Any]:
     return columns
 
 
+def open_values(proposal: Proposal) -> dict[str, Any] | None:
+    """The proposal_open row of ``proposal``, or ``None`` when it is terminal (not open).
+
+    Whatever inserts proposal rows itself (a bulk load) inserts these beside them: the inbox,
+    the expiry sweep and the other status queries start from that table.
+    """
+    if proposal.status.terminal:
+        return None
+    return {
+        "proposal_id": proposal.proposal_id,
+        "created_at": proposal.created_at,
+        "expires_at": proposal.expires_at,
+    }
+
+
 def domain_values(proposal: Proposal) -> list[dict[str, Any]]:
     """The proposal_domain rows of ``proposal`` (one per domain)."""
     return [{"proposal_id": proposal.proposal_id, "domain": d} for d in proposal.domains]

@@ -16,18 +16,20 @@ import sqlalchemy as sa
 from sqlmodel import SQLModel
 
 from supervisor.ledger.models import ProposalStatus
-from supervisor.store.tables import ProposalRow
+from supervisor.store.tables import ProposalOpenRow, ProposalRow
 
 _PROPOSAL = SQLModel.metadata.tables[ProposalRow.__tablename__]
-# Pending or approved proposals whose expiry passed, soonest first (ix_proposal_status_expires):
-# only what the sweep checks and records.
+_OPEN = SQLModel.metadata.tables[ProposalOpenRow.__tablename__]
+# Pending or approved proposals whose expiry passed, soonest first, from the open set
+# (ix_proposal_open_expires): only what the sweep checks and records.
 _SELECT_DUE = (
     sa.select(_PROPOSAL.c.id, _PROPOSAL.c.status, _PROPOSAL.c.expires_at)
+    .select_from(_OPEN.join(_PROPOSAL, _PROPOSAL.c.id == _OPEN.c.proposal_id))
     .where(
+        _OPEN.c.expires_at <= sa.bindparam("w_now"),
         _PROPOSAL.c.status.in_([ProposalStatus.PENDING.value, ProposalStatus.APPROVED.value]),
-        _PROPOSAL.c.expires_at <= sa.bindparam("w_now"),
     )
-    .order_by(_PROPOSAL.c.expires_at, _PROPOSAL.c.id)
+    .order_by(_OPEN.c.expires_at, _OPEN.c.proposal_id)
     .limit(sa.bindparam("w_limit"))
 )
 # An expiry sweep's conditional UPDATE of due proposals, _EXPIRE_CHUNK ids at a time (bound
@@ -43,6 +45,8 @@ _EXPIRE_DUE = (
     .values(status=ProposalStatus.EXPIRED.value, updated_at=sa.bindparam("v_updated_at"))
     .returning(_PROPOSAL.c.id)
 )
+
+_CLOSE_DUE = sa.delete(_OPEN).where(_OPEN.c.proposal_id.in_(sa.bindparam("w_ids", expanding=True)))
 
 
 class DueProposal(NamedTuple):
@@ -78,5 +82,8 @@ class ExpiryMixin:
         for start in range(0, len(due), _EXPIRE_CHUNK):
             ids = [p.proposal_id for p in due[start : start + _EXPIRE_CHUNK]]
             params = {"w_ids": ids, "w_now": now, "v_updated_at": now}
-            changed.update(str(row.id) for row in self._execute(_EXPIRE_DUE, params).all())
+            expired = [str(row.id) for row in self._execute(_EXPIRE_DUE, params).all()]
+            if expired:  # out of the open set, in the same transaction
+                self._execute(_CLOSE_DUE, {"w_ids": expired})
+            changed.update(expired)
         return changed

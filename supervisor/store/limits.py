@@ -13,13 +13,11 @@ import sqlalchemy as sa
 from sqlmodel import Session, SQLModel, col, select
 
 from supervisor.ledger.clock import as_utc
-from supervisor.ledger.models import ProposalStatus
-from supervisor.store.tables import ProposalRow, TraceEventRow
+from supervisor.store.tables import ProposalOpenRow, ProposalRow, TraceEventRow
 
 _TRACE = SQLModel.metadata.tables[TraceEventRow.__tablename__]
 _PROPOSAL = SQLModel.metadata.tables[ProposalRow.__tablename__]
-#: Proposals whose thread's trace events are evidence that must be kept.
-LIVE_STATUSES = tuple(status.value for status in ProposalStatus if not status.terminal)
+_OPEN = SQLModel.metadata.tables[ProposalOpenRow.__tablename__]
 
 
 class LimitsMixin:
@@ -78,9 +76,11 @@ class LimitsMixin:
             cutoff = max(cutoff, self.last_trace_id_before(before))
         if cutoff <= 0:
             return 0
+        # The threads of open proposals (not terminal): their trace events are evidence.
         live_threads = (
             sa.select(_PROPOSAL.c.thread_id)
-            .where(_PROPOSAL.c.status.in_(LIVE_STATUSES), _PROPOSAL.c.thread_id.is_not(None))
+            .select_from(_OPEN.join(_PROPOSAL, _PROPOSAL.c.id == _OPEN.c.proposal_id))
+            .where(_PROPOSAL.c.thread_id.is_not(None))
             .distinct()
         )
         victims = (

@@ -36,6 +36,7 @@ from supervisor.store.convert import (
     execution_from_row,
     execution_start_values,
     joined_execution,
+    open_values,
     proposal_columns,
     proposal_from_row,
     proposal_to_values,
@@ -57,6 +58,7 @@ from supervisor.store.tables import (
     AuditRow,
     ExecutionRow,
     ProposalDomainRow,
+    ProposalOpenRow,
     ProposalRow,
 )
 from supervisor.store.transaction import AUDIT_LOCK_KEY
@@ -67,6 +69,7 @@ __all__ = ["AUDIT_LOCK_KEY", "AuditEntry", "LedgerTx", "Repository", "RowsNotMat
 _PROPOSAL = SQLModel.metadata.tables[ProposalRow.__tablename__]
 _EXECUTION = SQLModel.metadata.tables[ExecutionRow.__tablename__]
 _DOMAIN = SQLModel.metadata.tables[ProposalDomainRow.__tablename__]
+_OPEN = SQLModel.metadata.tables[ProposalOpenRow.__tablename__]
 _AUDIT = SQLModel.metadata.tables[AuditRow.__tablename__]
 
 # Hot-path statements, built once: executing a prebuilt statement with plain parameter dicts
@@ -148,6 +151,16 @@ _SELECT_WITH_EXECUTIONS = (
     .limit(sa.bindparam("w_limit"))
 )
 _INSERT_PROPOSAL = sa.insert(_PROPOSAL)
+# The open set (``proposal_open``), kept by the writes that make, close or move an open
+# proposal, in their transaction (and pipeline): a decision between open statuses (approve,
+# claim, flag for reconciliation) writes nothing there.
+_INSERT_OPEN = sa.insert(_OPEN)
+_CLOSE_OPEN = sa.delete(_OPEN).where(_OPEN.c.proposal_id == sa.bindparam("w_id"))
+_MOVE_OPEN = (
+    sa.update(_OPEN)
+    .where(_OPEN.c.proposal_id == sa.bindparam("w_id"))
+    .values(expires_at=sa.bindparam("v_expires_at"))
+)
 _INSERT_DOMAIN = sa.insert(_DOMAIN)
 _INSERT_EXECUTION = sa.insert(_EXECUTION)
 _NOTIFY = sa.text("SELECT pg_notify(:channel, :seq)")
@@ -364,6 +377,9 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
     def insert_proposal(self, proposal: Proposal) -> None:
         """Insert a new proposal and its domain index rows."""
         self._hot(_INSERT_PROPOSAL, proposal_to_values(proposal), insert=True, send=True)
+        opened = open_values(proposal)
+        if opened is not None:
+            self._hot(_INSERT_OPEN, opened, insert=True, send=True)
         if proposal.domains:
             for row in domain_values(proposal):
                 self._hot(_INSERT_DOMAIN, row, insert=True, send=True)
@@ -384,7 +400,10 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
             proposal_id, expect_status, values, expires_after, expect_expires_at,
             expect_args_hash, returning=False,
         )  # fmt: skip
-        return self._hot(statement, params, send=True, expect=1).rowcount
+        rowcount = self._hot(statement, params, send=True, expect=1).rowcount
+        if rowcount != 0:  # 1, or -1 in a pipeline, where a miss fails the whole transaction
+            self._keep_open_set(proposal_id, values)
+        return rowcount
 
     def update_proposal_returning(
         self,
@@ -405,7 +424,20 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
             returning=True,
         )  # fmt: skip
         rows = self._hot(statement, params).all()
-        return proposal_from_row(rows[0]) if len(rows) == 1 else None
+        if len(rows) != 1:
+            return None
+        self._keep_open_set(proposal_id, values)
+        return proposal_from_row(rows[0])
+
+    def _keep_open_set(self, proposal_id: str, values: dict[str, Any]) -> None:
+        """After an UPDATE of an open proposal that matched: remove it from the open set when
+        ``values`` make it terminal, or move its expiry there."""
+        status = values.get("status")
+        if status is not None and ProposalStatus(status).terminal:
+            self._hot(_CLOSE_OPEN, {"w_id": proposal_id}, send=True)
+        elif "expires_at" in values:
+            params = {"w_id": proposal_id, "v_expires_at": values["expires_at"]}
+            self._hot(_MOVE_OPEN, params, send=True)
 
     def update_proposal_from(
         self, current: Proposal, *, expect_status: ProposalStatus, values: dict[str, Any]
@@ -466,11 +498,25 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
         newest_first: bool = False,
         limit: int = 50,
     ) -> list[Proposal]:
-        """Proposals matching every given filter, in (created_at, id) order after ``after``."""
+        """Proposals matching every given filter, in (created_at, id) order after ``after``.
+
+        Statuses that are all open (not terminal) are looked up in ``proposal_open``, in its
+        (created_at, id) order; the proposal table has no index on status.
+        """
         table = _PROPOSAL.c
-        query = sa.select(_PROPOSAL)
-        if statuses:
-            query = query.where(table.status.in_([s.value for s in statuses]))
+        wanted = [s.value for s in statuses]
+        created_at, ident = table.created_at, table.id
+        if statuses and not any(s.terminal for s in statuses):
+            query = (
+                sa.select(_PROPOSAL)
+                .select_from(_OPEN.join(_PROPOSAL, table.id == _OPEN.c.proposal_id))
+                .where(table.status.in_(wanted))
+            )
+            created_at, ident = _OPEN.c.created_at, _OPEN.c.proposal_id
+        else:
+            query = sa.select(_PROPOSAL)
+            if statuses:
+                query = query.where(table.status.in_(wanted))
         if owner is not None:
             query = query.where(table.owner == owner)
         if thread_id is not None:
@@ -483,16 +529,14 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
             query = query.where(
                 sa.exists().where(_DOMAIN.c.proposal_id == table.id, _DOMAIN.c.domain == domain)
             )
-        key = sa.tuple_(table.created_at, table.id)
+        key = sa.tuple_(created_at, ident)
         if after is not None:
-            bound = sa.tuple_(
-                sa.literal(after[0], type_=table.created_at.type), sa.literal(after[1])
-            )
+            bound = sa.tuple_(sa.literal(after[0], type_=created_at.type), sa.literal(after[1]))
             query = query.where(key < bound if newest_first else key > bound)
         if newest_first:
-            query = query.order_by(table.created_at.desc(), table.id.desc())
+            query = query.order_by(created_at.desc(), ident.desc())
         else:
-            query = query.order_by(table.created_at, table.id)
+            query = query.order_by(created_at, ident)
         return [proposal_from_row(row) for row in self._execute(query.limit(limit))]
 
     def proposals_terminal_before(
@@ -515,6 +559,7 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
         ids = list(proposal_ids)
         self._execute(sa.delete(_EXECUTION).where(_EXECUTION.c.proposal_id.in_(ids)))
         self._execute(sa.delete(_DOMAIN).where(_DOMAIN.c.proposal_id.in_(ids)))
+        self._execute(sa.delete(_OPEN).where(_OPEN.c.proposal_id.in_(ids)))
         self.delete_waiters(ids)
         return self._execute(sa.delete(_PROPOSAL).where(_PROPOSAL.c.id.in_(ids))).rowcount
 

@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from supervisor.ledger.models import APPROVER_ID_MAX
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """The schema version this code writes; ``ledger_meta`` stores the ledger's own."""
 
 
@@ -63,14 +63,15 @@ def _ts(**kwargs: Any) -> Any:
 
 class ProposalRow(LedgerTable, table=True):
     __tablename__ = "proposal"
+    # No index holds a column that a decision changes (status, updated_at, decided_at, ...):
+    # on PostgreSQL a status UPDATE then rewrites the row in place (HOT) instead of inserting
+    # into every index, and it is made under the audit chain's lock. What status queries need
+    # is in ``proposal_open``.
     __table_args__ = (
-        sa.Index("ix_proposal_status_created", "status", "created_at", "id"),
         sa.Index("ix_proposal_created", "created_at", "id"),
         sa.Index("ix_proposal_owner", "owner", "created_at", "id"),
         sa.Index("ix_proposal_thread", "thread_id", "created_at", "id"),
         sa.Index("ix_proposal_tool", "tool_name", "created_at", "id"),
-        sa.Index("ix_proposal_status_expires", "status", "expires_at"),
-        sa.Index("ix_proposal_status_updated", "status", "updated_at"),
         sa.Index("ix_proposal_runtime", "runtime", "created_at", "id"),
     )
 
@@ -105,6 +106,29 @@ class ProposalRow(LedgerTable, table=True):
     grantable: bool = True
     runtime: str = Field(default="sdk", max_length=200, sa_column_kwargs={"server_default": "sdk"})
     turn_id: str | None = Field(default=None, max_length=200)
+
+
+class ProposalOpenRow(LedgerTable, table=True):
+    """One row per proposal that is not terminal (pending, approved, executing, needs
+    reconciliation), with its creation time and expiry: where the inbox, the expiry sweep and
+    the other status queries start (the status itself is read from ``proposal``).
+
+    The store writes it with the proposal, in the same transaction: the row when a proposal is
+    made, its expiry when that moves, its removal when the proposal becomes terminal or is
+    deleted. A decision from one open status to another writes nothing here. Every query
+    that starts here still reads the status from ``proposal``, so the set only narrows the
+    search: a row left behind by a hand-made change of the table is never listed wrongly.
+    """
+
+    __tablename__ = "proposal_open"
+    __table_args__ = (
+        sa.Index("ix_proposal_open_created", "created_at", "proposal_id"),
+        sa.Index("ix_proposal_open_expires", "expires_at"),
+    )
+
+    proposal_id: str = Field(primary_key=True, max_length=64)
+    created_at: datetime = _ts()
+    expires_at: datetime = _ts()
 
 
 class ProposalDomainRow(LedgerTable, table=True):

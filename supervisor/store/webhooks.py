@@ -18,12 +18,13 @@ from sqlalchemy.dialects import sqlite
 from sqlmodel import SQLModel
 
 from supervisor.ledger.webhook_models import Webhook, WebhookDelivery, WebhookSecret
-from supervisor.store.tables import ProposalRow
+from supervisor.store.tables import ProposalOpenRow, ProposalRow
 from supervisor.store.webhook_tables import WebhookDeliveryRow, WebhookRow
 
 _WEBHOOK = SQLModel.metadata.tables[WebhookRow.__tablename__]
 _DELIVERY = SQLModel.metadata.tables[WebhookDeliveryRow.__tablename__]
 _PROPOSAL = SQLModel.metadata.tables[ProposalRow.__tablename__]
+_OPEN = SQLModel.metadata.tables[ProposalOpenRow.__tablename__]
 _KEY = ["webhook_id", "proposal_id", "event"]
 
 
@@ -96,17 +97,21 @@ class WebhooksMixin:
         webhook was added that have no ``blocked`` delivery for it yet, oldest first."""
         queued = sa.exists().where(
             _DELIVERY.c.webhook_id == _WEBHOOK.c.id,
-            _DELIVERY.c.proposal_id == _PROPOSAL.c.id,
+            _DELIVERY.c.proposal_id == _OPEN.c.proposal_id,
             _DELIVERY.c.event == "blocked",
         )
         query = (
-            sa.select(_WEBHOOK.c.id.label("webhook_id"), _PROPOSAL.c.id.label("proposal_id"))
-            .select_from(_PROPOSAL.join(_WEBHOOK, _PROPOSAL.c.created_at >= _WEBHOOK.c.created_at))
+            sa.select(_WEBHOOK.c.id.label("webhook_id"), _OPEN.c.proposal_id)
+            .select_from(
+                _OPEN.join(_PROPOSAL, _PROPOSAL.c.id == _OPEN.c.proposal_id).join(
+                    _WEBHOOK, _OPEN.c.created_at >= _WEBHOOK.c.created_at
+                )
+            )
             .where(
-                _PROPOSAL.c.status == "pending", _PROPOSAL.c.expires_at > now,
+                _PROPOSAL.c.status == "pending", _OPEN.c.expires_at > now,
                 _WEBHOOK.c.removed_at.is_(None), ~queued,
             )
-            .order_by(_PROPOSAL.c.created_at, _PROPOSAL.c.id, _WEBHOOK.c.id)
+            .order_by(_OPEN.c.created_at, _OPEN.c.proposal_id, _WEBHOOK.c.id)
             .limit(limit)
         )  # fmt: skip
         return [(row.webhook_id, row.proposal_id) for row in self._execute(query)]

@@ -28,7 +28,8 @@ from supervisor.store.tables import SCHEMA_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 LEDGER_TABLES = {
-    "proposal", "proposal_domain", "execution", "checkpoint", "audit", "trace_event", "blob",
+    "proposal", "proposal_open", "proposal_domain", "execution", "checkpoint", "audit",
+    "trace_event", "blob",
     "tool_registry", "agent", "process", "ledger_meta", "semantic_cache", "result_pointer",
     "policy_grant",
     "lease", "proposal_waiter",
@@ -128,7 +129,7 @@ def test_migrations_are_idempotent_and_match_the_tables(ledger_url: str) -> None
         assert ensure_schema(engine) == SCHEMA_VERSION
         with engine.connect() as conn:
             assert conn.execute(sa.text("SELECT version_num FROM alembic_version")).all() == [
-                ("0010",)
+                ("0011",)
             ]
             assert LEDGER_TABLES <= set(sa.inspect(conn).get_table_names())
             diffs = compare_metadata(
@@ -284,7 +285,7 @@ def test_an_older_ledger_is_migrated_on_open_and_keeps_its_data(ledger_url: str)
             columns = {column["name"] for column in sa.inspect(connection).get_columns("proposal")}
             values = {k: v for k, v in proposal_to_values(proposal).items() if k in columns}
             connection.execute(sa.table("proposal", *map(sa.column, values)).insert(), values)
-        assert ensure_schema(engine) == SCHEMA_VERSION == 10
+        assert ensure_schema(engine) == SCHEMA_VERSION == 11
         with engine.connect() as connection:
             tables = sa.inspect(connection).get_table_names()
             assert {"semantic_cache", "result_pointer", "policy_version"} <= set(tables)
