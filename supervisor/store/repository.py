@@ -542,12 +542,19 @@ class LedgerTx(  # type: ignore[override]  # mixins declare connection and sessi
     def proposals_terminal_before(
         self, statuses: Sequence[ProposalStatus], before: datetime, limit: int
     ) -> list[Proposal]:
-        """Proposals in ``statuses`` last changed before ``before``."""
+        """Proposals in ``statuses`` last changed before ``before``, oldest made first.
+
+        No index holds ``status`` or ``updated_at`` (a decision changes them), so the scan walks
+        ``ix_proposal_created`` up to ``before``: a proposal last changed before then was made
+        before then too. (One whose change was stamped by a host whose clock ran behind the
+        maker's waits for a later cut-off.)
+        """
         query = (
             select(ProposalRow)
+            .where(col(ProposalRow.created_at) < before)
             .where(col(ProposalRow.status).in_([s.value for s in statuses]))
             .where(col(ProposalRow.updated_at) < before)
-            .order_by(col(ProposalRow.updated_at), col(ProposalRow.id))
+            .order_by(col(ProposalRow.created_at), col(ProposalRow.id))
             .limit(limit)
         )
         return [proposal_from_row(row) for row in self.session.exec(query).all()]
