@@ -333,12 +333,15 @@ class PostgresListenProbe:
         try:
             connection = psycopg.connect(self._dsn, autocommit=True, connect_timeout=10)
             connection.execute(_listen_statement(self._channels))
+            # What psycopg itself read while running the LISTEN, before this probe reads
+            # libpq. The server may close the connection here too (a restart): that is the
+            # same typed, transient error, or a reader thread would die of it.
+            backlog = self._drained(connection)
         except psycopg.Error as error:
             if connection is not None:
                 connection.close()
             raise classify_driver_error(error) from error
-        # What psycopg itself read while running the LISTEN, before this probe reads libpq.
-        self._backlog = self._drained(connection)
+        self._backlog = backlog
         selector = selectors.DefaultSelector()
         selector.register(connection.pgconn.socket, selectors.EVENT_READ, "socket")
         self._waker.open(selector)

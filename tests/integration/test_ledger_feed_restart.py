@@ -6,7 +6,9 @@ with ``pg_ctl -m fast``, which terminates every client connection as a restart d
 
 from __future__ import annotations
 
+import select
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -112,3 +114,47 @@ def test_a_feed_follower_rides_out_a_server_restart(
         thread.join(timeout=WAIT_S)
     assert errors == []
     assert seen == [before, after]
+
+
+def test_a_listening_connection_closed_right_after_its_listen_is_a_typed_error(
+    url: str, follower: ApprovalLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server may close a new listening connection between its ``LISTEN`` and the probe's
+    first read (a restart at that moment): that is the same transient ``LedgerUnavailable``,
+    not a driver error that ends a TUI's reader thread (its trace tail stopped for good once),
+    and the connection is not left open."""
+    import psycopg
+
+    from supervisor.store.notify import PostgresListenProbe
+
+    drained = PostgresListenProbe._drained
+    killed: list[int] = []
+    connections: list[Any] = []
+
+    def killed_first(connection: Any) -> list[tuple[str, str]]:
+        if not killed:  # the server ends this backend, as a restart would
+            killed.append(connection.info.backend_pid)
+            connections.append(connection)
+            with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (killed[0],))
+            # Until this side has read the server's goodbye and the end of the connection.
+            deadline = time.monotonic() + WAIT_S
+            while time.monotonic() < deadline:
+                select.select([connection.pgconn.socket], [], [], 0.1)
+                try:
+                    connection.pgconn.consume_input()
+                except psycopg.OperationalError:
+                    break
+        return drained(connection)
+
+    monkeypatch.setattr(PostgresListenProbe, "_drained", staticmethod(killed_first))
+    with pytest.raises(LedgerUnavailable) as lost:
+        follower.repository.change_probe()
+    assert lost.value.code == "ledger_unavailable"
+    assert connections[0].closed  # not left open
+    probe = follower.repository.change_probe()  # the next try connects
+    try:
+        follower.propose("t", "h", {"after": "drop"})
+        assert probe.wait(WAIT_S) is True
+    finally:
+        probe.close()
