@@ -51,7 +51,29 @@ _TUPLES_OK = pq.ExecStatus.TUPLES_OK
 _FATAL_ERROR = pq.ExecStatus.FATAL_ERROR
 _PIPELINE_SYNC = pq.ExecStatus.PIPELINE_SYNC
 _SQLSTATE = pq.DiagnosticField.SQLSTATE
-_DIVISION_BY_ZERO = b"22012"
+LOST_RACE = (
+    "supervisor: a write lost a race (what the step read changed before it took the audit "
+    "lock, or its row no longer matched); nothing was written and the step runs again"
+)
+"""The text of the error a guard or a one-row write raises on the server when what it checks
+no longer holds: an invalid integer, so the line the server logs says what happened (a
+division by zero once did, and read like a fault). It aborts the transaction, so a ``COMMIT``
+sent after it in the same pipeline is not run."""
+
+
+def lost_race_unless(condition: str) -> str:
+    """SQL for an integer that is 1 unless ``condition`` is false, when evaluating it fails
+    with :data:`LOST_RACE` (SQLSTATE 22P02). A ``NULL`` condition passes, as ``1 / NULL``
+    did. The cast is of a ``CASE`` on a non-constant condition, so the server runs it per
+    execution and never folds the failing branch while planning."""
+    return f"(CASE WHEN ({condition}) IS NOT FALSE THEN '1' ELSE '{LOST_RACE}' END)::int"
+
+
+def is_lost_race(error: BaseException) -> bool:
+    """``error`` is what :func:`lost_race_unless` raises (not any other bad integer)."""
+    return isinstance(error, psycopg.errors.InvalidTextRepresentation) and LOST_RACE in str(error)
+
+
 _LOST_STATEMENTS = (b"26000", b"0A000")
 """No such prepared statement (the session lost it), or its cached plan no longer fits the
 schema: the connection's statements are prepared again."""
@@ -87,10 +109,11 @@ def wrapped_error(error: psycopg.Error, statement: str) -> sa.exc.StatementError
 
 def _one_row_or_fail(sql: str) -> str:
     """``sql``, a write without ``RETURNING`` that must change exactly one row, as a statement
-    that fails on the server (``division_by_zero``) when it changes another number of rows:
-    the transaction is then aborted, so a ``COMMIT`` sent after it in the same pipeline is not
-    run. A ``CASE`` would not do: the server may fold a constant ``1 / 0`` when planning."""
-    return f"WITH changed AS ({sql} RETURNING 1) SELECT 1 / (count(*) = 1)::int FROM changed"
+    that fails on the server (:data:`LOST_RACE`) when it changes another number of rows: the
+    transaction is then aborted, so a ``COMMIT`` sent after it in the same pipeline is not
+    run."""
+    one_row = lost_race_unless("count(*) = 1")
+    return f"WITH changed AS ({sql} RETURNING 1) SELECT {one_row} FROM changed"
 
 
 class _Wire:
@@ -451,7 +474,7 @@ def _run(
     """Run ``trip`` (``commit``: with a ``COMMIT`` at its end).
 
     Raises:
-        RowsNotMatched: A guard or a one-row write (a statement that divides by zero when what
+        RowsNotMatched: A guard or a one-row write (a statement that fails with LOST_RACE when what
             it checks no longer holds) failed; the transaction is rolled back.
         sqlalchemy.exc.DBAPIError: A statement failed (wrapped; the transaction is aborted).
     """
@@ -459,11 +482,11 @@ def _run(
         if commit:
             trip.add_command(b"COMMIT")
         return trip.run()
-    except psycopg.errors.DivisionByZero:  # only guards and one-row writes divide
+    except psycopg.Error as error:
+        if not is_lost_race(error):
+            raise wrapped_error(error, "pipeline") from error
         _roll_back(driver)
         raise RowsNotMatched("a guard or a conditional UPDATE matched no row") from None
-    except psycopg.Error as error:
-        raise wrapped_error(error, "pipeline") from error
 
 
 def read_together(
@@ -476,7 +499,7 @@ def read_together(
     the lock was granted, as it would in a round trip of its own.
 
     Raises:
-        RowsNotMatched: A guard among ``reads`` (a statement that divides by zero when what it
+        RowsNotMatched: A guard among ``reads`` (a statement that fails with LOST_RACE when what it
             checks no longer holds) failed; the transaction is rolled back.
         sqlalchemy.exc.DBAPIError: A statement failed (wrapped; the transaction is aborted).
     """

@@ -44,7 +44,7 @@ _GUARDS: dict[tuple[int, tuple[GuardCondition, ...]], Any] = {}
 
 
 def _guard_statement(count: int, conditions: tuple[GuardCondition, ...] = ()) -> Any:
-    """One statement that fails on the server (``division_by_zero``) unless each of ``count``
+    """One statement that fails on the server (``LOST_RACE``) unless each of ``count``
     subjects' newest audit seq is still the one read (``g_subject_<i>``, ``g_seq_<i>``; 0: no
     record) and every condition holds: sent right after the chain lock by a write whose first
     reads ran before it (one statement, not one per kind of guard: each costs the server a
@@ -52,13 +52,15 @@ def _guard_statement(count: int, conditions: tuple[GuardCondition, ...] = ()) ->
     key = (count, conditions)
     statement = _GUARDS.get(key)
     if statement is None:
+        from supervisor.store.direct_pg import lost_race_unless  # psycopg only on PostgreSQL
+
         unchanged = [
             f"(SELECT coalesce(max(seq), 0) FROM audit WHERE subject = :g_subject_{i}) = :g_seq_{i}"
             for i in range(count)
         ]
         holds = " AND ".join([*unchanged, *(f"({condition.sql})" for condition in conditions)])
         binds = [sa.bindparam(name, type_=type_) for c in conditions for name, type_ in c.types]
-        statement = _GUARDS[key] = sa.text(f"SELECT 1 / ({holds})::int").bindparams(*binds)
+        statement = _GUARDS[key] = sa.text(f"SELECT {lost_race_unless(holds)}").bindparams(*binds)
     return statement
 
 

@@ -166,3 +166,29 @@ def test_a_closed_connection_is_not_kept_alive_by_what_was_prepared_on_it(
     engine.dispose()  # closes the pool's connections
     gc.collect()
     assert driver() is None
+
+
+def test_a_lost_race_says_so_on_the_server_and_nothing_else_is_taken_for_one(
+    engine: Engine,
+) -> None:
+    """A guard or a one-row write that no longer holds fails with a text that says a race was
+    lost (what the server logs), a condition that holds or is NULL passes (as ``1 / NULL``
+    did), and another bad integer is not taken for a lost race (it would be retried)."""
+    import psycopg
+
+    from supervisor.store.direct_pg import LOST_RACE, is_lost_race, lost_race_unless
+
+    with engine.connect() as connection:
+        driver = cast(Any, connection.connection.driver_connection)
+        for holds in ("true", "NULL::boolean", "(SELECT count(*) FROM pg_class) >= 0"):
+            assert driver.execute(f"SELECT {lost_race_unless(holds)}").fetchone() == (1,)
+        driver.rollback()
+        for broken in ("false", "(SELECT count(*) FROM pg_class) < 0"):
+            with pytest.raises(psycopg.errors.InvalidTextRepresentation) as lost:
+                driver.execute(f"SELECT {lost_race_unless(broken)}")
+            driver.rollback()
+            assert is_lost_race(lost.value) and LOST_RACE in str(lost.value)
+        with pytest.raises(psycopg.errors.InvalidTextRepresentation) as other:
+            driver.execute("SELECT 'supervisor'::int")
+        driver.rollback()
+        assert not is_lost_race(other.value)
