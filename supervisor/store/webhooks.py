@@ -108,7 +108,7 @@ class WebhooksMixin:
                 )
             )
             .where(
-                _PROPOSAL.c.status == "pending", _OPEN.c.expires_at > now,
+                _PROPOSAL.c.status == "pending", _PROPOSAL.c.expires_at > now,
                 _WEBHOOK.c.removed_at.is_(None), ~queued,
             )
             .order_by(_OPEN.c.created_at, _OPEN.c.proposal_id, _WEBHOOK.c.id)
