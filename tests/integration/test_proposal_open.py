@@ -44,8 +44,8 @@ def _check(engine: Engine, ledger: ApprovalLedger) -> dict[str, Row]:
 
 
 def test_the_migration_lists_what_is_not_terminal() -> None:
-    """Migration 0011 writes the open statuses as they were then; they must stay the ones
-    that are not terminal (a new status needs a migration that changes the triggers)."""
+    """Migration 0011 filled the open set of an older ledger with the statuses that were open
+    then; a new status that is not terminal needs a migration that adds its proposals."""
     migration = importlib.import_module("supervisor.store.migrations.versions.0011_proposal_open")
     assert set(migration.OPEN_STATUSES) == {s.value for s in ProposalStatus if not s.terminal}
 
