@@ -128,15 +128,13 @@ def test_a_listening_connection_closed_right_after_its_listen_is_a_typed_error(
     from supervisor.store.notify import PostgresListenProbe
 
     drained = PostgresListenProbe._drained
-    killed: list[int] = []
-    connections: list[Any] = []
+    killed: list[Any] = []  # the listening connection whose backend was ended
 
     def killed_first(connection: Any) -> list[tuple[str, str]]:
         if not killed:  # the server ends this backend, as a restart would
-            killed.append(connection.info.backend_pid)
-            connections.append(connection)
+            killed.append(connection)
             with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as admin:
-                admin.execute("SELECT pg_terminate_backend(%s)", (killed[0],))
+                admin.execute("SELECT pg_terminate_backend(%s)", (connection.info.backend_pid,))
             # Until this side has read the server's goodbye and the end of the connection.
             deadline = time.monotonic() + WAIT_S
             while time.monotonic() < deadline:
@@ -151,7 +149,7 @@ def test_a_listening_connection_closed_right_after_its_listen_is_a_typed_error(
     with pytest.raises(LedgerUnavailable) as lost:
         follower.repository.change_probe()
     assert lost.value.code == "ledger_unavailable"
-    assert connections[0].closed  # not left open
+    assert killed[0].closed  # not left open
     probe = follower.repository.change_probe()  # the next try connects
     try:
         follower.propose("t", "h", {"after": "drop"})
